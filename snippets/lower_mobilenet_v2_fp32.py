@@ -1,0 +1,153 @@
+"""
+Lower MobileNet V2 to XNNPACK in fp32
+=====================================
+
+This recipe takes torchvision's MobileNet V2 from eager PyTorch to a ``.pte``
+file whose operators run on XNNPACK, runs that file on the ExecuTorch
+runtime, and checks it against eager PyTorch. It is the recipe the
+:doc:`overview </overview>` walks through.
+"""
+
+# %%
+# Build the model
+# ---------------
+# ``weights=None`` gives randomly initialised weights, so the build downloads
+# nothing. Untrained batch-norm statistics would shrink the outputs to about
+# ``1e-9``, where every tolerance passes; ``calibrate_batchnorm`` measures
+# real statistics on random inputs so the comparison below means something.
+# It returns the model in ``eval()`` mode, which export needs: only then are
+# batch norm and dropout captured with their inference behaviour.
+
+# [start model]
+import torch
+import torchvision
+
+from xnnguide.models import calibrate_batchnorm
+
+torch.manual_seed(0)
+model = calibrate_batchnorm(torchvision.models.mobilenet_v2(weights=None))
+example_inputs = (torch.randn(1, 3, 224, 224),)
+# [end model]
+
+# %%
+# Export, lower to XNNPACK, serialise
+# -----------------------------------
+# ``torch.export.export`` captures the model as a graph of ATen operators.
+# ``to_edge_transform_and_lower`` converts it to the Edge dialect, applies the
+# XNNPACK transform passes, and hands every subgraph the partitioner accepts
+# to XNNPACK. ``to_executorch`` then produces the program that is written to
+# the ``.pte`` file.
+
+# [start lower]
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+from executorch.backends.xnnpack.utils.configs import get_transform_passes
+from executorch.exir import to_edge_transform_and_lower
+
+exported_program = torch.export.export(model, example_inputs)
+edge_program = to_edge_transform_and_lower(
+    exported_program,
+    transform_passes=get_transform_passes(),
+    partitioner=[XnnpackPartitioner()],
+)
+executorch_program = edge_program.to_executorch()
+
+with open("mobilenet_v2_xnnpack_fp32.pte", "wb") as file:
+    file.write(executorch_program.buffer)
+# [end lower]
+
+# %%
+# What XNNPACK took
+# -----------------
+# ``get_delegation_info`` counts the nodes of the lowered graph that now sit
+# inside an XNNPACK delegate and those left to ExecuTorch's portable kernels.
+
+# [start summary]
+import os
+
+from executorch.devtools.backend_debug import get_delegation_info
+
+delegation = get_delegation_info(edge_program.exported_program().graph_module)
+print(delegation.get_summary())
+print(f".pte size: {os.path.getsize('mobilenet_v2_xnnpack_fp32.pte'):,} bytes")
+# [end summary]
+
+# sphinx_gallery_start_ignore
+from xnnguide import facts
+
+assert delegation.num_delegated_subgraphs >= 1, "XNNPACK took nothing"
+assert delegation.num_delegated_nodes > 10 * delegation.num_non_delegated_nodes
+pte_size = os.path.getsize("mobilenet_v2_xnnpack_fp32.pte")
+facts.record("delegated_subgraphs", delegation.num_delegated_subgraphs)
+facts.record("delegated_nodes", delegation.num_delegated_nodes)
+facts.record("non_delegated_nodes", delegation.num_non_delegated_nodes)
+facts.record("pte_size_bytes", pte_size, f"{pte_size:,} bytes")
+facts.record("pte_size_mb", pte_size / 1e6, f"{pte_size / 1e6:.1f} MB")
+# sphinx_gallery_end_ignore
+
+# %%
+# Run the ``.pte`` and compare with eager PyTorch
+# -----------------------------------------------
+# ``Runtime.get()`` returns the ExecuTorch runtime compiled into the
+# ``executorch`` wheel, XNNPACK included. The tolerance is explicit: XNNPACK
+# may reorder floating-point sums, so results agree closely but not bitwise.
+
+# [start run]
+from executorch.runtime import Runtime
+
+runtime = Runtime.get()
+program = runtime.load_program("mobilenet_v2_xnnpack_fp32.pte")
+forward = program.load_method("forward")
+pte_output = forward.execute(list(example_inputs))[0]
+
+with torch.no_grad():
+    eager_output = model(*example_inputs)
+
+max_abs_error = (pte_output - eager_output).abs().max().item()
+print(f"max abs error against eager: {max_abs_error:.2e}")
+torch.testing.assert_close(pte_output, eager_output, atol=1e-4, rtol=1e-4)
+# [end run]
+
+# sphinx_gallery_start_ignore
+# The tolerance means something only if the outputs are not vanishingly small.
+assert eager_output.abs().max().item() > 0.1, "outputs too small for atol=1e-4 to mean anything"
+facts.record("output_scale", eager_output.abs().max().item(), f"{eager_output.abs().max().item():.2f}")
+facts.record("max_abs_error", max_abs_error, f"{max_abs_error:.1e}")
+facts.record("tolerance", 1e-4, "1e-4")
+# sphinx_gallery_end_ignore
+
+# %%
+# How fast is it?
+# ---------------
+# A first look at latency: the median of repeated single-image calls, after a
+# few warm-up calls, for eager PyTorch and for the ``.pte`` on XNNPACK. Both
+# use the default thread settings of their runtime on this machine.
+
+# [start latency]
+from xnnguide.measure import time_calls
+
+with torch.no_grad():
+    eager_timing = time_calls(lambda: model(*example_inputs), runs=30)
+pte_timing = time_calls(lambda: forward.execute(list(example_inputs)), runs=30)
+
+print(f"eager PyTorch : {eager_timing}")
+print(f"XNNPACK .pte  : {pte_timing}")
+print(f"speed-up      : {eager_timing.median_ms / pte_timing.median_ms:.2f}x")
+# [end latency]
+
+# sphinx_gallery_start_ignore
+assert eager_timing.median_ms > 0 and pte_timing.median_ms > 0
+speedup = eager_timing.median_ms / pte_timing.median_ms
+facts.record("eager_ms", eager_timing.median_ms, f"{eager_timing.median_ms:.1f} ms")
+facts.record("pte_ms", pte_timing.median_ms, f"{pte_timing.median_ms:.1f} ms")
+facts.record("speedup", speedup, f"{speedup:.2f}×")
+facts.record_table(
+    "latency",
+    ["Program", "Median latency", "Spread (IQR/2)", "Runs"],
+    [
+        ["eager PyTorch", f"{eager_timing.median_ms:.2f} ms", f"{eager_timing.spread_ms:.2f} ms",
+         len(eager_timing.samples_ms)],
+        ["XNNPACK .pte", f"{pte_timing.median_ms:.2f} ms", f"{pte_timing.spread_ms:.2f} ms",
+         len(pte_timing.samples_ms)],
+    ],
+)
+# sphinx_gallery_end_ignore

@@ -1,0 +1,22 @@
+"""Paths shared by the tests, and the marker for tests that need a build."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+SNIPPETS = ROOT / "snippets"
+GALLERY = DOCS / "gallery"
+BUILD = ROOT / "_build"
+HTML = BUILD / "html"
+
+
+@pytest.fixture(scope="session")
+def built_site() -> Path:
+    """The HTML folder of the last build; fails (not skips) when it is missing."""
+    if not (HTML / "index.html").is_file():
+        pytest.fail(f"{HTML} has no index.html: run `make html` (or `make test`) first")
+    return HTML

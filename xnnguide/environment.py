@@ -1,0 +1,48 @@
+"""What a recipe ran with: package versions and the CPU.
+
+Every executed page carries a stamp built from :func:`describe`, so a reader
+knows which releases and which machine produced the figures on it.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from importlib import metadata
+
+#: The packages whose versions decide what a recipe does.
+PACKAGES = ("torch", "executorch", "torchao", "torchvision")
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of :data:`PACKAGES` (``"not installed"`` if absent)."""
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def cpu_model() -> str:
+    """The CPU's model name as the kernel reports it, else the platform's guess."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.lower().startswith(("model name", "hardware", "processor\t: arm")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def describe() -> dict[str, object]:
+    """Versions, CPU model, logical core count and machine architecture."""
+    return {
+        "versions": package_versions(),
+        "cpu": cpu_model(),
+        "cores": os.cpu_count() or 1,
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+    }

@@ -1,0 +1,85 @@
+"""Carry numbers measured by a recipe to the pages that quote them.
+
+A recipe calls :func:`record` for every figure a page shows (an error, a
+size, a node count, a latency). The build writes them to one JSON file per
+recipe; the ``{fact}`` role and the ``{fact-table}`` directive of
+``xnnguide.sphinxext`` read that file. A page therefore never contains a
+typed-in measurement: if the recipe stops producing a figure, the page fails
+to build.
+
+Outside a build (a reader running a downloaded recipe with plain ``python``)
+no recipe is active and :func:`record` only keeps the value in memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+_active: dict[str, Any] = {"name": None, "path": None, "facts": {}}
+
+
+def begin_recipe(name: str, directory: str | os.PathLike[str]) -> None:
+    """Start collecting facts for recipe *name*, stored in *directory*.
+
+    Any file left by an earlier run is removed first, so figures from a run
+    that failed half-way are never mistaken for current ones.
+    """
+    path = Path(directory) / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    _active.update(name=name, path=path, facts={})
+
+
+def end_recipe() -> None:
+    """Stop collecting; later calls to :func:`record` are kept in memory only."""
+    _active.update(name=None, path=None, facts={})
+
+
+def _write() -> None:
+    path: Path | None = _active["path"]
+    if path is None:
+        return
+    # Write to a temporary file and rename, so a reader never sees half a file.
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(_active["facts"], handle, indent=2, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def record(key: str, value: Any, display: str | None = None) -> Any:
+    """Record a scalar figure under *key* and return *value* unchanged.
+
+    *display* is the text a page shows; by default ``str(value)``. Use it to
+    fix the precision once, where the number is measured.
+    """
+    if not key.replace("_", "").isalnum():
+        raise ValueError(f"fact key {key!r} must be letters, digits and underscores")
+    _active["facts"][key] = {
+        "value": value,
+        "display": str(value) if display is None else display,
+    }
+    _write()
+    return value
+
+
+def record_table(key: str, header: list[str], rows: list[list[Any]]) -> None:
+    """Record a table (a header and rows of cells) under *key*."""
+    if any(len(row) != len(header) for row in rows):
+        raise ValueError(f"table {key!r}: every row needs {len(header)} cells")
+    _active["facts"][key] = {
+        "header": [str(cell) for cell in header],
+        "rows": [[str(cell) for cell in row] for row in rows],
+    }
+    _write()
+
+
+def load(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read the facts a recipe recorded; ``{}`` when it recorded none."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
