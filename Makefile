@@ -11,6 +11,12 @@ SPHINX    := $(BIN)/sphinx-build -c . -d $(BUILDDIR)/doctrees -b html docs $(HTM
 # The test build runs without a network: any download attempt fails it.
 OFFLINE   ?= unshare -rn
 PYTEST_ARGS ?=
+# The checkout's own xnnguide comes first, also in recipe worker processes.
+export PYTHONPATH := $(CURDIR)
+# The environment is keyed by the content of the files that define it, not by
+# their timestamps, so a fresh clone or a worktree reuses a matching .venv.
+ENV_KEY   := $(shell cat requirements.txt pyproject.toml | sha256sum | cut -c1-16)
+ENV_STAMP := $(VENV)/.installed-$(ENV_KEY)
 
 .DEFAULT_GOAL := help
 .PHONY: help venv html test check serve clean distclean
@@ -18,9 +24,9 @@ PYTEST_ARGS ?=
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-venv: $(VENV)/.installed ## create or refresh the virtual environment
+venv: $(ENV_STAMP) ## create or refresh the virtual environment
 
-$(VENV)/.installed: requirements.txt pyproject.toml
+$(ENV_STAMP):
 	@echo ">> creating $(VENV) from requirements.txt (first run takes a few minutes)"
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
