@@ -27,6 +27,8 @@ help: ## list the targets
 venv: $(ENV_STAMP) ## create or refresh the virtual environment
 
 $(ENV_STAMP):
+	@case "$(abspath $(VENV))" in $(CURDIR)/*) ;; *) \
+	  echo "error: $(VENV) does not match requirements.txt, and is outside this checkout; refusing to recreate it" >&2; exit 2;; esac
 	@echo ">> creating $(VENV) from requirements.txt (first run takes a few minutes)"
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
