@@ -3,7 +3,7 @@
 ``python -m xnnguide.doccheck README.md docs snippets`` reads any tree of
 Markdown (MyST), reStructuredText and Python files and applies seven rules:
 
-1. *accounted* — every Python code block has a fate: a ``literalinclude`` of a
+1. *fate* — every Python code block has a fate: a ``literalinclude`` of a
    snippet region, a copy verified identical to named regions (a
    ``snippet: PATH REGION...`` comment above it), a doctest (``>>>``), a block
    executed in page order, or a block marked ``doccheck: not-run reason=...``;
@@ -13,7 +13,7 @@ Markdown (MyST), reStructuredText and Python files and applies seven rules:
 4. *duplicate* — no prose paragraph appears twice (near-copies included);
 5. *includes* — include markers exist; every snippet region is shown or
    declared ``# [gallery-only name]``;
-6. *ledger* — with ``--run`` the blocks are executed; with ``--build`` the
+6. *ledger* / *run* / *recipe* — with ``--run`` the blocks are executed (*run*); with ``--build`` the
    execution ledger and run records of the last Sphinx build are checked, and
    recipe failures are reported at their real line;
 7. *links* / *toctree* — pages are in a toctree, links and anchors resolve.

@@ -9,8 +9,8 @@ parameter of the callee (``inspect.signature`` semantics: a ``**kwargs``
 parameter accepts any keyword).
 
 Answers come from the installed sources (:mod:`.apistatic`), and only when
-those cannot decide, or before a problem is reported, from importing the
-package in a separate process (:mod:`.apiprobe`). Answers are cached on disk
+those cannot decide from importing the package in a separate process
+(:mod:`.apiprobe`). Answers are cached on disk
 per Python and package versions (``~/.cache/xnnguide-doccheck``, or
 ``$DOCCHECK_CACHE_DIR``), so an unchanged environment never imports torch twice.
 """
@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import difflib
 import hashlib
+import importlib.machinery
 import json
 import os
 import subprocess
@@ -34,7 +35,7 @@ from xnnguide.doccheck.pycode import Unit, dotted, walk_in_order
 
 RULE = "api"
 TRACKED = ("torch", "executorch", "torchao", "torchvision")
-CACHE_VERSION = "3"
+CACHE_VERSION = "7"
 
 
 @dataclass
@@ -42,35 +43,47 @@ class Use:
     path: str
     line: int
     kind: str  # "module", "name" (from-import), "attr", "call"
-    target: str  # dotted path in the installed packages
-    written: str  # how the code spells it
+    module: str  # the module an import statement names
+    attributes: str = ""  # dotted path inside it ("" for the module itself)
+    written: str = ""  # how the code spells it
     keywords: list[str] = field(default_factory=list)
+
+    @property
+    def target(self) -> str:
+        return f"{self.module}.{self.attributes}" if self.attributes else self.module
+
+    @property
+    def query(self) -> tuple[str, str]:
+        if self.kind == "module":
+            return ("m", self.module)
+        return ("p" if self.kind == "call" and self.keywords else "a", f"{self.module}:{self.attributes}")
 
 
 def collect(unit: Unit, tracked: tuple[str, ...] = TRACKED) -> list[Use]:
     """The uses of tracked packages in *unit*, in source order."""
-    bindings: dict[str, str] = {}
+    bindings: dict[str, tuple[str, str]] = {}  # local name -> (module, attributes)
     uses: list[Use] = []
     inner: set[int] = set()
 
     def is_tracked(name: str) -> bool:
         return name.split(".")[0] in tracked
 
-    def target_of(node: ast.expr) -> tuple[str, str] | None:
+    def target_of(node: ast.expr) -> tuple[str, str, str] | None:
         parts = dotted(node)
         if not parts or parts[0] not in bindings:
             return None
-        return ".".join([bindings[parts[0]], *parts[1:]]), ".".join(parts)
+        module, attributes = bindings[parts[0]]
+        return module, ".".join(p for p in [attributes, *parts[1:]] if p), ".".join(parts)
 
     for node in walk_in_order(unit.statements):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if is_tracked(alias.name):
-                    uses.append(Use(unit.path, node.lineno, "module", alias.name, f"import {alias.name}"))
+                    uses.append(Use(unit.path, node.lineno, "module", alias.name, written=f"import {alias.name}"))
                     if alias.asname:
-                        bindings[alias.asname] = alias.name
+                        bindings[alias.asname] = (alias.name, "")
                     else:
-                        bindings[alias.name.split(".")[0]] = alias.name.split(".")[0]
+                        bindings[alias.name.split(".")[0]] = (alias.name.split(".")[0], "")
                 else:
                     bindings.pop(alias.asname or alias.name.split(".")[0], None)
         elif isinstance(node, ast.ImportFrom):
@@ -78,13 +91,13 @@ def collect(unit: Unit, tracked: tuple[str, ...] = TRACKED) -> list[Use]:
                 for alias in node.names:
                     bindings.pop(alias.asname or alias.name, None)
                 continue
-            uses.append(Use(unit.path, node.lineno, "module", node.module, f"from {node.module} import ..."))
+            uses.append(Use(unit.path, node.lineno, "module", node.module, written=f"from {node.module} import ..."))
             for alias in node.names:
                 if alias.name == "*":
                     continue
-                uses.append(Use(unit.path, node.lineno, "name", f"{node.module}.{alias.name}",
+                uses.append(Use(unit.path, node.lineno, "name", node.module, alias.name,
                                 f"from {node.module} import {alias.name}"))
-                bindings[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                bindings[alias.asname or alias.name] = (node.module, alias.name)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             bindings.pop(node.name, None)
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
@@ -97,7 +110,7 @@ def collect(unit: Unit, tracked: tuple[str, ...] = TRACKED) -> list[Use]:
             found = target_of(node.func)
             if found:
                 keywords = [kw.arg for kw in node.keywords if kw.arg]
-                uses.append(Use(unit.path, node.lineno, "call", found[0], found[1], keywords))
+                uses.append(Use(unit.path, node.lineno, "call", found[0], found[1], found[2], keywords))
         elif isinstance(node, ast.Attribute) and id(node) not in inner:
             value = node.value
             while isinstance(value, ast.Attribute):
@@ -106,7 +119,7 @@ def collect(unit: Unit, tracked: tuple[str, ...] = TRACKED) -> list[Use]:
             if isinstance(node.ctx, ast.Load):
                 found = target_of(node)
                 if found:
-                    uses.append(Use(unit.path, node.lineno, "attr", found[0], found[1]))
+                    uses.append(Use(unit.path, node.lineno, "attr", found[0], found[1], found[2]))
     return uses
 
 
@@ -130,12 +143,11 @@ def _cache_file(tracked: tuple[str, ...]) -> Path | None:
         base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
         folder = str(Path(base) / "xnnguide-doccheck")
     stamps = {}
-    for name in tracked:
+    for name in tracked:  # a reinstall of the same version changes the files' times
         try:
-            spec_files = metadata.files(name) or []
-            record = next((f for f in spec_files if str(f).endswith("RECORD")), None)
-            stamps[name] = os.stat(record.locate()).st_mtime_ns if record else 0
-        except (metadata.PackageNotFoundError, OSError):
+            spec = importlib.machinery.PathFinder.find_spec(name, sys.path)
+            stamps[name] = os.stat(spec.origin).st_mtime_ns if spec and spec.origin else 0
+        except (ImportError, OSError, ValueError):
             stamps[name] = 0
     key = json.dumps([CACHE_VERSION, sys.version, sys.prefix, _versions(tracked), stamps], sort_keys=True)
     return Path(folder) / f"api-{hashlib.sha256(key.encode()).hexdigest()[:20]}.json"
@@ -168,8 +180,9 @@ class Resolver:
                 result[(kind, path)] = self.cache[key]
                 continue
             answer = self._static(kind, path)
-            # The source cannot decide, or says something is wrong: ask the import.
-            if answer is None or answer.get("status") == MISSING or answer.get("params", []) is None:
+            # Only when the source cannot decide is the package imported.
+            if answer is None or (kind == "p" and answer.get("params") is None
+                                  and answer.get("kind") in ("function", "class")):
                 to_probe.append((kind, path))
             else:
                 result[(kind, path)] = answer
@@ -188,9 +201,13 @@ class Resolver:
     def _static(self, kind: str, path: str) -> dict | None:
         try:
             if kind == "m":
-                return {"status": FOUND, "kind": "module"} if self.static.module_exists(path) else {
+                exists = self.static.module_exists(path)
+                if exists is None:
+                    return None
+                return {"status": FOUND, "kind": "module"} if exists else {
                     "status": MISSING, "missing_at": path.rpartition(".")[0], "missing_name": path}
-            answer = self.static.resolve(path)
+            module, _, attributes = path.partition(":")
+            answer = self.static.resolve_in(module, attributes)
             if answer.status == UNKNOWN:
                 return None
             if answer.status == MISSING:
@@ -250,19 +267,10 @@ def _suggest(name: str, names: list[str]) -> str:
 
 def check(units: list[Unit], resolver: Resolver) -> list[Finding]:
     uses = [use for unit in units for use in collect(unit, resolver.tracked)]
-    queries: set[tuple[str, str]] = set()
-    for use in uses:
-        if use.kind == "module":
-            queries.add(("m", use.target))
-        elif use.kind == "call" and use.keywords:
-            queries.add(("p", use.target))
-        else:
-            queries.add(("a", use.target))
-    answers = resolver.answers(queries)
+    answers = resolver.answers({use.query for use in uses})
     findings, reported = [], set()
     for use in uses:
-        query = ("m" if use.kind == "module" else "p" if use.kind == "call" and use.keywords else "a", use.target)
-        answer = answers.get(query) or {}
+        answer = answers.get(use.query) or {}
         if answer.get("status") == MISSING:
             key = (use.path, answer.get("missing_at"), answer.get("missing_name"))
             if key in reported:

@@ -1,7 +1,8 @@
 """Answer API questions by importing the packages: the fallback of rule 3.
 
 Run as ``python -m xnnguide.doccheck.apiprobe`` with a JSON list of queries on
-standard input (``{"path": "torch.randn", "module": false}``); prints one JSON
+standard input (``{"path": "torch:randn", "module": false, "params": true}``: a
+module to import, a colon, then attributes to follow); prints one JSON
 answer per query. It runs in its own process so that importing torch and
 friends (their log lines, their import time, any crash) stays out of the
 checker; :mod:`.api` caches the answers per installed package versions.
@@ -60,12 +61,12 @@ def answer(query: dict) -> dict:
     if query.get("module"):
         module, problem = _import(path)
         return problem or {"status": "found", "kind": "module"}
-    parts = path.split(".")
-    obj, problem = _import(parts[0])
+    module, _, attributes = path.partition(":")
+    obj, problem = _import(module)
     if problem:
         return problem
-    current = parts[0]
-    for part in parts[1:]:
+    current = module
+    for part in attributes.split(".") if attributes else []:
         try:
             obj = getattr(obj, part)
         except AttributeError:

@@ -35,6 +35,10 @@ class Module:
     stars: list[str] = field(default_factory=list)
     all: list[str] | None = None
     dynamic: bool = False
+    # Every def of a name (stubs list one per @overload): keywords are their union.
+    defs: dict[str, list] = field(default_factory=dict)
+    # What ``if TYPE_CHECKING:`` imports: a dynamic module's own account of the names it creates.
+    typing: "Module | None" = None
 
 
 @dataclass
@@ -100,8 +104,11 @@ class StaticIndex:
                         found = (folder / f"{parts[-1]}.py", False, False)
                     elif any(folder.glob(f"{parts[-1]}.*.so")) or any(folder.glob(f"{parts[-1]}.*.pyd")) \
                             or (folder / f"{parts[-1]}.so").is_file():
-                        found = (next(iter(sorted(folder.glob(f"{parts[-1]}.*so"))), None)
-                                 or folder / f"{parts[-1]}.so", False, True)
+                        binary = next(iter(sorted(folder.glob(f"{parts[-1]}.*so"))), None) or folder / f"{parts[-1]}.so"
+                        # A compiled module with a folder of stubs (torch._C) has stub submodules.
+                        found = (binary, (package / "__init__.pyi").is_file(), True)
+                    elif (folder / f"{parts[-1]}.pyi").is_file():
+                        found = (folder / f"{parts[-1]}.pyi", False, False)
                     elif package.is_dir() and any(package.iterdir()):
                         found = (None, True, False)  # namespace package
                     if found:
@@ -113,7 +120,9 @@ class StaticIndex:
         location = self._locate(name)
         if location is None:
             return []
-        path, is_package, _ = location
+        path, is_package, compiled = location
+        if compiled and is_package and path is not None:
+            return [path.parent / name.rsplit(".", 1)[-1]]
         if path is not None:
             return [path.parent]
         if "." not in name:
@@ -121,8 +130,18 @@ class StaticIndex:
             return [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
         return [folder / name.rsplit(".", 1)[1] for folder in self._package_dirs(name.rsplit(".", 1)[0])]
 
-    def module_exists(self, name: str) -> bool:
-        return self._locate(name) is not None
+    def module_exists(self, name: str) -> bool | None:
+        """True or False; None when a compiled parent module may create it at import time."""
+        if self._locate(name) is not None:
+            return True
+        parts = name.split(".")
+        for end in range(len(parts) - 1, 0, -1):
+            parent = self._locate(".".join(parts[:end]))
+            if parent is not None:
+                module = self.module(".".join(parts[:end]))
+                # A compiled module without stubs may create submodules when imported.
+                return None if module is not None and module.dynamic else False
+        return False
 
     def module(self, name: str) -> Module | None:
         if name in self._modules:
@@ -157,6 +176,11 @@ class StaticIndex:
                 if node.name == "__getattr__":
                     module.dynamic = True
                 module.bindings[node.name] = ("def", node, module)
+                module.defs.setdefault(node.name, []).append(node)
+                for inner in ast.walk(node):  # ``global x`` inside a function binds x when it runs
+                    if isinstance(inner, ast.Global):
+                        for name in inner.names:
+                            module.bindings.setdefault(name, ("value", None, module))
             elif isinstance(node, ast.ClassDef):
                 module.bindings[node.name] = ("class", node, module)
             elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
@@ -185,9 +209,12 @@ class StaticIndex:
                     if alias.name == "*":
                         module.stars.append(source)
                     else:
-                        module.bindings[alias.asname or alias.name] = ("alias", f"{source}.{alias.name}", module)
+                        module.bindings[alias.asname or alias.name] = ("alias", f"{source}:{alias.name}", module)
             elif isinstance(node, ast.If):
                 if _is_type_checking(node.test):
+                    if module.typing is None:
+                        module.typing = Module(module.name, module.path, module.is_package)
+                    self._collect(module.typing, node.body)
                     self._collect(module, node.orelse)
                 else:
                     self._collect(module, node.body)
@@ -216,7 +243,7 @@ class StaticIndex:
 
     # ------------------------------------------------------------ lookup
     def lookup(self, module: Module, name: str, seen: frozenset = frozenset()) -> Answer:
-        key = (module.name, name)
+        key = (id(module), name)
         if key in seen:
             if module.is_package and self.module_exists(f"{module.name}.{name}"):
                 return Answer(FOUND, "module", node=("module", f"{module.name}.{name}", None))
@@ -239,9 +266,14 @@ class StaticIndex:
                 return answer
             if answer.status == UNKNOWN:
                 unknown = True
-        if module.is_package and self.module_exists(f"{module.name}.{name}"):
+        exists = self.module_exists(f"{module.name}.{name}") if module.is_package else False
+        if exists:
             return Answer(FOUND, "module", node=("module", f"{module.name}.{name}", None))
-        if module.dynamic or unknown:
+        if module.dynamic and module.typing is not None:
+            hinted = self.lookup(module.typing, name, seen)
+            if hinted.status == FOUND:
+                return hinted
+        if module.dynamic or unknown or exists is None:
             return Answer(UNKNOWN)
         return Answer(MISSING, missing_at=module.name, missing_name=name, names=self.names(module))
 
@@ -261,12 +293,17 @@ class StaticIndex:
         if kind == "class":
             return Answer(FOUND, "class", node=binding)
         if kind == "module":
-            return self.resolve(target, seen) if self.module_exists(target) else Answer(UNKNOWN)
-        if kind == "alias":
-            # ``from pkg import sub`` names a submodule when one exists.
-            if self.module_exists(target):
-                return Answer(FOUND, "module", node=("module", target, None))
-            return self.resolve(target, seen)
+            return Answer(FOUND, "module", node=("module", target, None)) if self.module_exists(target) \
+                else Answer(UNKNOWN)
+        if kind == "alias":  # ``from source import name``: import source, then its attribute or submodule
+            source, _, name = target.partition(":")
+            imported = self.module(source) if self.module_exists(source) else None
+            if imported is None:
+                return Answer(UNKNOWN)
+            answer = self.lookup(imported, name, seen)
+            if answer.status != FOUND and self.module_exists(f"{source}.{name}"):
+                return Answer(FOUND, "module", node=("module", f"{source}.{name}", None))
+            return answer if answer.status == FOUND else Answer(UNKNOWN)
         # A plain value: an alias of another binding when it is a dotted name.
         if isinstance(target, (ast.Name, ast.Attribute)):
             parts = _dotted(target)
@@ -289,6 +326,21 @@ class StaticIndex:
         answer = Answer(FOUND, "module", node=("module", parts[0], None))
         for part in parts[1:]:
             answer = self.attribute(answer, part, seen)
+            if answer.status != FOUND:
+                return answer
+        return answer
+
+    def resolve_in(self, module_name: str, attributes: str) -> Answer:
+        """``attributes`` (dotted, may be empty) of the module *module_name*, as an import finds it."""
+        exists = self.module_exists(module_name)
+        if exists is None:
+            return Answer(UNKNOWN)
+        if not exists:
+            parent, _, last = module_name.rpartition(".")
+            return Answer(MISSING, missing_at=parent, missing_name=last or module_name)
+        answer = Answer(FOUND, "module", node=("module", module_name, None))
+        for part in attributes.split(".") if attributes else []:
+            answer = self.attribute(answer, part)
             if answer.status != FOUND:
                 return answer
         return answer
@@ -366,9 +418,10 @@ class StaticIndex:
         if key in seen:
             return Answer(UNKNOWN)
         seen = seen | {key}
-        for item in node.body:
-            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == name:
-                return Answer(FOUND, "function", node=("def", item, module, binding))
+        methods = [item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and item.name == name]
+        if methods:
+            return Answer(FOUND, "function", node=("def", methods[-1], module, binding, methods))
             if isinstance(item, ast.ClassDef) and item.name == name:
                 return Answer(FOUND, "class", node=("class", item, module))
         names, dynamic = self._class_names(node)
@@ -401,13 +454,17 @@ class StaticIndex:
             return None
         kind = answer.node[0]
         if kind == "def":
-            function = answer.node[1]
+            function, module = answer.node[1], answer.node[2]
             owner = answer.node[3] if len(answer.node) > 3 else None
-            params = _params(function)
-            decorators = {(_dotted(d) or [""])[-1] for d in function.decorator_list}
-            if owner is not None and "staticmethod" not in decorators and params.names:
-                params = Params(params.names[1:])
-            return params
+            siblings = answer.node[4] if len(answer.node) > 4 else module.defs.get(function.name, [function])
+            merged: list[tuple[str, str]] = []
+            for candidate in siblings or [function]:
+                params = _params(candidate)
+                decorators = {(_dotted(d) or [""])[-1] for d in candidate.decorator_list}
+                if owner is not None and "staticmethod" not in decorators and params.names:
+                    params = Params(params.names[1:])
+                merged.extend(p for p in params.names if p not in merged)
+            return Params(merged)
         if kind == "class":
             return self._class_params(answer.node, seen)
         return None

@@ -14,16 +14,16 @@ from xnnguide.doccheck.project import Project, discover, display
 
 #: Rule names, by the number the issue gives them.
 RULES = {
-    1: ("accounted", "syntax"),
+    1: ("fate", "syntax", "run"),
     2: ("transform-passes",),
     3: ("api",),
     4: ("duplicate",),
     5: ("includes",),
-    6: ("ledger", "recipe"),
+    6: ("ledger", "recipe", "run"),
     7: ("links", "toctree"),
 }
 ALL_RULES = frozenset(name for names in RULES.values() for name in names) | {"parse"}
-STATIC_RULES = ALL_RULES - {"ledger", "recipe"}
+STATIC_RULES = ALL_RULES - {"ledger", "recipe", "run"}
 
 FATES = {
     "included": "included from a recipe region",
@@ -117,7 +117,7 @@ def assign_fates(document: Document, project: Project) -> list[Finding]:
     for block in document.blocks:
         marker = block.marker
         if marker is not None and marker.kind == "invalid":
-            findings.append(Finding(shown, marker.line, "accounted", f"'{marker.raw}' is not a marker doccheck knows",
+            findings.append(Finding(shown, marker.line, "fate", f"'{marker.raw}' is not a marker doccheck knows",
                                     "write 'snippet: PATH REGION...' or 'doccheck: not-run reason=...'"))
             marker = None
         if not block.is_python:
@@ -130,7 +130,7 @@ def assign_fates(document: Document, project: Project) -> list[Finding]:
             if block.language == "" and block.kind in ("fence", "indented", "code-block") and looks_like_python(
                     block.text):
                 block.fate, block.detail = "", "unlabelled Python"
-                findings.append(Finding(shown, block.line, "accounted",
+                findings.append(Finding(shown, block.line, "fate",
                                         "this block has no language but holds Python, so it is neither run nor checked",
                                         "label it python (then it runs), or give it its real language"))
             continue
@@ -153,7 +153,7 @@ def assign_fates(document: Document, project: Project) -> list[Finding]:
 
 
 def _no_reason(shown: str, line: int) -> Finding:
-    return Finding(shown, line, "accounted", "a not-run marker without a reason",
+    return Finding(shown, line, "fate", "a not-run marker without a reason",
                    "say why the block must not run: doccheck: not-run reason=\"...\"")
 
 

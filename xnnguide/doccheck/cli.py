@@ -33,7 +33,7 @@ def parser() -> argparse.ArgumentParser:
         prog="python -m xnnguide.doccheck",
         description="Check that the code, prose and links of Markdown (MyST), reStructuredText and README files "
                     "agree with the recipes and with the installed packages.",
-        epilog="Rules: 1 accounted (every code block has a fate), 2 transform-passes, 3 api, 4 duplicate, "
+        epilog="Rules: 1 fate (every code block has a fate; run with --run), 2 transform-passes, 3 api, 4 duplicate, "
                "5 includes, 6 ledger (with --run or --build), 7 links/toctree. Findings print as "
                "'path:line: rule: what is wrong — how to fix'. Exit status: 0 clean, 1 findings, 2 usage error "
                "or unreadable input.")
@@ -74,7 +74,7 @@ def summary(report: Report) -> list[str]:
 
 def write_ledger(report: Report, path: Path) -> None:
     data = {"counts": report.counts(), "entries": report.ledger,
-            "findings": [str(f) for f in report.findings if f.rule in ("accounted", "syntax", "ledger")]}
+            "findings": [str(f) for f in report.findings if f.rule in ("fate", "syntax", "run", "ledger")]}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
@@ -83,7 +83,7 @@ def write_ledger(report: Report, path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    rules = args.rules or (STATIC_RULES | ({"ledger", "recipe"} if args.build or args.run else set()))
+    rules = args.rules or (STATIC_RULES | ({"ledger", "recipe", "run"} if args.build or args.run else set()))
     options = Options(paths=args.paths, root=args.root, conf=args.conf, source_dirs=args.source_dirs,
                       exclude=args.exclude, rules=rules, run=args.run, build=args.build, gallery=args.gallery,
                       junit=args.junit, use_cache=not args.no_cache)

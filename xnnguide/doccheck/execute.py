@@ -25,7 +25,7 @@ from pathlib import Path
 from xnnguide.doccheck.model import CodeBlock, Finding
 from xnnguide.doccheck.pycode import _MAGIC
 
-RULE = "accounted"
+RULE = "run"
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 

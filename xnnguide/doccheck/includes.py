@@ -154,11 +154,11 @@ def check_copy(document: Document, block: CodeBlock, project: Project, regions: 
     source = snippet_source(document, marker.source, project)
     snippet = regions.get(source)
     if snippet is None:
-        return [Finding(shown, marker.line, "accounted", f"the snippet comment names {marker.source}, "
+        return [Finding(shown, marker.line, "fate", f"the snippet comment names {marker.source}, "
                         "which does not exist", "name an existing recipe (path relative to the page or the root)")]
     missing = [name for name in marker.regions if name not in snippet.regions]
     if missing:
-        return [Finding(shown, marker.line, "accounted",
+        return [Finding(shown, marker.line, "fate",
                         f"{marker.source} has no region {', '.join(repr(m) for m in missing)}",
                         f"name one of its regions: {', '.join(sorted(snippet.regions)) or 'it has none'}")]
     for name in marker.regions:
@@ -172,7 +172,7 @@ def check_copy(document: Document, block: CodeBlock, project: Project, regions: 
     found = have[index] if index < len(have) else "(end of the block)"
     fix = (f"python -m xnnguide.regions --fix {shown}" if document.syntax == "markdown"
            else "copy the regions into the block again")
-    return [Finding(shown, block.text_line + index, "accounted",
+    return [Finding(shown, block.text_line + index, "fate",
                     f"the block is no longer a copy of {marker.source} (regions {' '.join(marker.regions)}): "
                     f"expected {expected!r}, found {found!r}", f"rewrite it from the recipe: {fix}")]
 

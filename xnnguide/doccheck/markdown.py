@@ -120,7 +120,7 @@ class _Reader:
 
     def _dangling(self, marker: Marker, why: str) -> None:
         self.doc.problems.append(Finding(
-            str(self.doc.path), marker.line, "accounted",
+            str(self.doc.path), marker.line, "fate",
             f"the marker '{marker.raw}' {why}",
             "put it on the line(s) right above the code block it is about, or delete it"))
         self.pending = None
@@ -131,7 +131,7 @@ class _Reader:
             marker.used = True
             if marker.kind == "snippet" and line != marker.line + 1:
                 self.doc.problems.append(Finding(
-                    str(self.doc.path), marker.line, "accounted",
+                    str(self.doc.path), marker.line, "fate",
                     "a snippet comment must be followed directly by the code fence",
                     "remove the lines between the comment and the fence"))
         return marker

@@ -156,9 +156,10 @@ def read_into(doc: Document, text: str, offset: int = 0) -> None:
                                     "fix the markup so that docutils can read it"))
         return
     pending = None
+    source_lines = text.splitlines()
 
     def dangle(marker, why):
-        doc.problems.append(Finding(str(doc.path), marker.line, "accounted", f"the marker '{marker.raw}' {why}",
+        doc.problems.append(Finding(str(doc.path), marker.line, "fate", f"the marker '{marker.raw}' {why}",
                                     "put it right above the code block it is about, or delete it"))
 
     def take(block: CodeBlock) -> None:
@@ -180,7 +181,15 @@ def read_into(doc: Document, text: str, offset: int = 0) -> None:
             node, nodes.Element) else None
         absolute = (line or 1) + offset
         if isinstance(node, nodes.comment):
-            marker = markers.parse(node.astext(), absolute)
+            # docutils puts a comment on the line after it; find the ".." line that opens it.
+            first = (node.astext().splitlines() or [""])[0].strip()
+            start = line or 1
+            for candidate in range(min(start, len(source_lines)), max(start - 40, 0), -1):
+                text_at = source_lines[candidate - 1].strip()
+                if text_at.startswith("..") and first in text_at:
+                    start = candidate
+                    break
+            marker = markers.parse(node.astext(), start + offset)
             if marker is not None:
                 doc.markers.append(marker)
                 if pending is not None:
