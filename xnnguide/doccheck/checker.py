@@ -127,7 +127,7 @@ def assign_fates(document: Document, project: Project) -> list[Finding]:
                     findings.append(_no_reason(shown, marker.line))
                 continue
             block.fate, block.detail = "other", f"language {block.language or 'none'}"
-            if block.language == "" and block.kind in ("fence", "indented", "code-block") and looks_like_python(
+            if block.language == "" and block.kind in ("fence", "indented", "code-block", "literal") and looks_like_python(
                     block.text):
                 block.fate, block.detail = "", "unlabelled Python"
                 findings.append(Finding(shown, block.line, "fate",
@@ -141,7 +141,7 @@ def assign_fates(document: Document, project: Project) -> list[Finding]:
                 findings.append(_no_reason(shown, marker.line))
         elif block.kind == "literalinclude":
             block.fate = "included"
-            block.detail = _include_detail(block)
+            block.detail = _include_detail(document, block, project)
         elif marker is not None and marker.kind == "snippet":
             block.fate = "copy"
             block.detail = f"{marker.source} regions {' '.join(marker.regions)}"
@@ -157,14 +157,17 @@ def _no_reason(shown: str, line: int) -> Finding:
                    "say why the block must not run: doccheck: not-run reason=\"...\"")
 
 
-def _include_detail(block: CodeBlock) -> str:
+def _include_detail(document: Document, block: CodeBlock, project: Project) -> str:
     directive = block.include
     names = []
     for option in ("start-after", "start-at"):
         parsed = includes._marker_region(directive.options.get(option, ""))
         if parsed:
             names.append(parsed[1])
-    return f"{directive.argument}" + (f" region {' '.join(names)}" if names else "")
+    where = directive.argument.split()[0] if directive.argument else "?"
+    if directive.argument:
+        where = display(includes.resolve_target(document, where, project))
+    return where + (f" region {' '.join(names)}" if names else "")
 
 
 # ------------------------------------------------------------------ records

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xnnguide.doccheck.model import CodeBlock, Finding
-from xnnguide.doccheck.pycode import _MAGIC
+from xnnguide.doccheck.pycode import _MAGIC, parse_piece
 
 RULE = "run"
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
@@ -62,12 +62,10 @@ def _run_script(block: CodeBlock, shown: str, namespace: dict) -> Finding | None
     if any(_MAGIC.match(line) for line in block.text.splitlines()):
         return Finding(shown, block.line, RULE, "the block uses IPython magics (%, !), which plain Python cannot run",
                        "write it as plain Python, or mark it '<!-- doccheck: not-run reason=... -->'")
-    try:
-        tree = ast.parse(block.text, shown)
-    except SyntaxError as error:
-        return Finding(shown, block.text_line + (error.lineno or 1) - 1, "syntax",
-                       f"the Python does not parse: {error.msg}", "fix the code")
-    ast.increment_lineno(tree, block.text_line - 1)
+    statements, problem = parse_piece(block.text, block.text_line, shown)
+    if problem is not None:
+        return problem  # the same finding the static rules report
+    tree = ast.Module(body=statements, type_ignores=[])
     code = compile(tree, shown, "exec")
     output = io.StringIO()
     try:

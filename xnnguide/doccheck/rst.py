@@ -176,7 +176,11 @@ def read_into(doc: Document, text: str, offset: int = 0) -> None:
             if field.astext().strip() == "orphan":
                 doc.orphan = True
 
+    default_language = ""  # what ``.. highlight::`` set for later ``::`` blocks
     for node in tree.findall(include_self=False):
+        if isinstance(node, nodes.system_message) or any(
+                isinstance(parent, nodes.system_message) for parent in _ancestors(node)):
+            continue  # docutils quoting the source of its own error message
         line = (node.get("line") if isinstance(node, (captured, captured_role)) else node.line) if isinstance(
             node, nodes.Element) else None
         absolute = (line or 1) + offset
@@ -211,6 +215,8 @@ def read_into(doc: Document, text: str, offset: int = 0) -> None:
                 doc.directives.append(directive)
                 take(CodeBlock(absolute, absolute, options.get("language", "").lower(), "", "literalinclude",
                                include=directive))
+            elif name == "highlight":
+                default_language = (argument.split() or [""])[0].lower()
             elif name in ("include", "toctree"):
                 if pending is not None:
                     dangle(pending, "is not followed by a code block")
@@ -222,6 +228,8 @@ def read_into(doc: Document, text: str, offset: int = 0) -> None:
             classes = node.get("classes", [])
             if "code" in classes and len(classes) > 1:
                 language = classes[1]
+            elif default_language not in ("", "default", "python", "python3", "py", "py3"):
+                language = default_language
             take(CodeBlock(absolute, absolute, language.lower(), node.astext(), "literal"))
             continue
         if isinstance(node, nodes.doctest_block):
