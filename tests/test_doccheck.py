@@ -267,6 +267,26 @@ lowered = to_backend(edge.exported_program(), XnnpackPartitioner())
     "to_backend with another partitioner": ("""
 edge = to_edge(program).to_backend(VulkanPartitioner())
 """, 0),
+    "no partitioner: nothing is delegated": ("""
+portable = to_edge_transform_and_lower(program)
+""", 0),
+    "passes chosen in a loop over get_transform_passes lists": ("""
+alone = get_transform_passes()
+mine = get_transform_passes(additional_passes=[MyPass()])
+for name, passes in [("alone", alone), ("mine", mine)]:
+    edge = to_edge_transform_and_lower(program, transform_passes=passes, partitioner=[XnnpackPartitioner()])
+""", 0),
+    "a loop over passes that are not XNNPACK's": ("""
+for passes in ([MyPass()], [OtherPass()]):
+    edge = to_edge_transform_and_lower(program, transform_passes=passes, partitioner=[XnnpackPartitioner()])
+""", 1),
+    "a deliberate baseline, exempted with a reason": ("""
+# doccheck: without-transform-passes reason="the baseline the page compares against"
+baseline = to_edge_transform_and_lower(program, partitioner=[XnnpackPartitioner()])
+""", 0),
+    "an exemption without a reason": ("""
+baseline = to_edge_transform_and_lower(program, partitioner=[XnnpackPartitioner()])  # doccheck: without-transform-passes
+""", 1),
 }
 
 
@@ -277,3 +297,5 @@ def test_transform_passes_rule_reads_the_code_not_its_text(name, tmp_path, monke
     monkeypatch.chdir(tmp_path)
     report = check(Options([Path("lower.py")], root=Path("."), rules=frozenset({"transform-passes"})))
     assert len(report.findings) == count, report.findings
+    if "exempted with a reason" in name:
+        assert report.exemptions == [("lower.py", 3, "the baseline the page compares against")]

@@ -35,18 +35,19 @@ from xnnguide.doccheck.pycode import Unit, dotted, walk_in_order
 
 RULE = "api"
 TRACKED = ("torch", "executorch", "torchao", "torchvision")
-CACHE_VERSION = "7"
+CACHE_VERSION = "8"
 
 
 @dataclass
 class Use:
     path: str
     line: int
-    kind: str  # "module", "name" (from-import), "attr", "call"
+    kind: str  # "module", "name" (from-import), "attr", "call", "method" (on a value a tracked call returned)
     module: str  # the module an import statement names
     attributes: str = ""  # dotted path inside it ("" for the module itself)
     written: str = ""  # how the code spells it
     keywords: list[str] = field(default_factory=list)
+    chain: tuple[str, ...] = ()  # "method": attributes taken, in turn, of what the call returned
 
     @property
     def target(self) -> str:
@@ -56,14 +57,23 @@ class Use:
     def query(self) -> tuple[str, str]:
         if self.kind == "module":
             return ("m", self.module)
+        if self.chain:
+            return ("i", f"{self.module}:{self.attributes}|{'.'.join(self.chain)}")
         return ("p" if self.kind == "call" and self.keywords else "a", f"{self.module}:{self.attributes}")
 
 
 def collect(unit: Unit, tracked: tuple[str, ...] = TRACKED) -> list[Use]:
-    """The uses of tracked packages in *unit*, in source order."""
+    """The uses of tracked packages in *unit*, in source order.
+
+    Besides names reached from imports, a variable assigned the result of a
+    tracked call (``edge = to_edge_transform_and_lower(...)``), or of a method
+    of such a value (``program = edge.to_executorch()``), is followed: its
+    attributes and method keywords are checked against the class the installed
+    code says the call returns.
+    """
     bindings: dict[str, tuple[str, str]] = {}  # local name -> (module, attributes)
+    typed: dict[str, tuple[str, str, tuple[str, ...]]] = {}  # local name -> (module, attributes, chain)
     uses: list[Use] = []
-    inner: set[int] = set()
 
     def is_tracked(name: str) -> bool:
         return name.split(".")[0] in tracked
@@ -75,22 +85,50 @@ def collect(unit: Unit, tracked: tuple[str, ...] = TRACKED) -> list[Use]:
         module, attributes = bindings[parts[0]]
         return module, ".".join(p for p in [attributes, *parts[1:]] if p), ".".join(parts)
 
-    for node in walk_in_order(unit.statements):
+    def typed_of(node: ast.expr) -> tuple[str, str, tuple[str, ...], str] | None:
+        parts = dotted(node)
+        if not parts or len(parts) < 2 or parts[0] not in typed or parts[0] in bindings:
+            return None
+        module, attributes, chain = typed[parts[0]]
+        return module, attributes, chain + tuple(parts[1:]), ".".join(parts)
+
+    def result_of(value: ast.expr) -> tuple[str, str, tuple[str, ...]] | None:
+        if not isinstance(value, ast.Call):
+            return None
+        found = target_of(value.func)
+        if found:
+            return found[0], found[1], ()
+        found = typed_of(value.func)
+        return (found[0], found[1], found[2]) if found else None
+
+    def forget(target: ast.expr) -> None:
+        for name_node in ast.walk(target):
+            if isinstance(name_node, ast.Name):
+                bindings.pop(name_node.id, None)
+                typed.pop(name_node.id, None)
+
+    def chain_head(node: ast.Attribute) -> ast.expr:
+        value = node.value
+        while isinstance(value, ast.Attribute):
+            value = value.value
+        return value
+
+    def visit(node: ast.AST) -> None:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if is_tracked(alias.name):
                     uses.append(Use(unit.path, node.lineno, "module", alias.name, written=f"import {alias.name}"))
-                    if alias.asname:
-                        bindings[alias.asname] = (alias.name, "")
-                    else:
-                        bindings[alias.name.split(".")[0]] = (alias.name.split(".")[0], "")
+                    local = alias.asname or alias.name.split(".")[0]
+                    bindings[local] = (alias.name, "") if alias.asname else (local, "")
+                    typed.pop(local, None)
                 else:
-                    bindings.pop(alias.asname or alias.name.split(".")[0], None)
-        elif isinstance(node, ast.ImportFrom):
+                    forget(ast.Name(alias.asname or alias.name.split(".")[0]))
+            return
+        if isinstance(node, ast.ImportFrom):
             if node.level or not node.module or not is_tracked(node.module):
                 for alias in node.names:
-                    bindings.pop(alias.asname or alias.name, None)
-                continue
+                    forget(ast.Name(alias.asname or alias.name))
+                return
             uses.append(Use(unit.path, node.lineno, "module", node.module, written=f"from {node.module} import ..."))
             for alias in node.names:
                 if alias.name == "*":
@@ -98,28 +136,73 @@ def collect(unit: Unit, tracked: tuple[str, ...] = TRACKED) -> list[Use]:
                 uses.append(Use(unit.path, node.lineno, "name", node.module, alias.name,
                                 f"from {node.module} import {alias.name}"))
                 bindings[alias.asname or alias.name] = (node.module, alias.name)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bindings.pop(node.name, None)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+                typed.pop(alias.asname or alias.name, None)
+            return
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            # The value is evaluated before the names are bound.
+            if node.value is not None:
+                visit(node.value)
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
-                for name_node in ast.walk(target):
-                    if isinstance(name_node, ast.Name):
-                        bindings.pop(name_node.id, None)
+                if not isinstance(target, ast.Name):
+                    visit(target)
+                forget(target)
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                    and (result := result_of(node.value)) is not None):
+                typed[node.targets[0].id] = result
+            return
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            forget(ast.Name(node.name))
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.NamedExpr)):
+            pass
         elif isinstance(node, ast.Call):
+            keywords = [kw.arg for kw in node.keywords if kw.arg]
             found = target_of(node.func)
             if found:
-                keywords = [kw.arg for kw in node.keywords if kw.arg]
                 uses.append(Use(unit.path, node.lineno, "call", found[0], found[1], found[2], keywords))
-        elif isinstance(node, ast.Attribute) and id(node) not in inner:
-            value = node.value
-            while isinstance(value, ast.Attribute):
-                inner.add(id(value))
-                value = value.value
+            elif (typed_call := typed_of(node.func)) is not None:
+                uses.append(Use(unit.path, node.lineno, "method", typed_call[0], typed_call[1], typed_call[3],
+                                keywords, typed_call[2]))
+            if isinstance(node.func, ast.Attribute):  # the chain itself was checked as the call
+                visit(chain_head(node.func))
+            else:
+                visit(node.func)
+            for argument in [*node.args, *(kw.value for kw in node.keywords)]:
+                visit(argument)
+            return
+        elif isinstance(node, ast.Attribute):
             if isinstance(node.ctx, ast.Load):
                 found = target_of(node)
                 if found:
                     uses.append(Use(unit.path, node.lineno, "attr", found[0], found[1], found[2]))
+                elif (typed_attr := typed_of(node)) is not None:
+                    uses.append(Use(unit.path, node.lineno, "method", typed_attr[0], typed_attr[1], typed_attr[3],
+                                    chain=typed_attr[2]))
+            visit(chain_head(node))
+            return
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            visit(node.iter)
+            forget(node.target)
+            for child in [*node.body, *node.orelse]:
+                visit(child)
+            return
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                visit(item.context_expr)
+                if item.optional_vars is not None:
+                    forget(item.optional_vars)
+            for child in node.body:
+                visit(child)
+            return
+        if isinstance(node, ast.NamedExpr):
+            visit(node.value)
+            forget(node.target)
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    for statement in unit.statements:
+        visit(statement)
     return uses
 
 
@@ -181,7 +264,9 @@ class Resolver:
                 continue
             answer = self._static(kind, path)
             # Only when the source cannot decide is the package imported.
-            if answer is None or (kind == "p" and answer.get("params") is None
+            if kind == "i":
+                result[(kind, path)] = answer
+            elif answer is None or (kind == "p" and answer.get("params") is None
                                   and answer.get("kind") in ("function", "class")):
                 to_probe.append((kind, path))
             else:
@@ -198,7 +283,34 @@ class Resolver:
         self._save()
         return result
 
+    def _instance(self, path: str) -> dict:
+        """An attribute (and its parameters) of what a tracked call returns; never probed."""
+        callable_path, _, chain = path.partition("|")
+        module, _, attributes = callable_path.partition(":")
+        owner = self.static.instance_type(self.static.resolve_in(module, attributes))
+        names = chain.split(".")
+        for index, name in enumerate(names):
+            if owner is None:
+                return {"status": UNKNOWN}
+            found = self.static.instance_attribute(owner, name)
+            kind_name = f"{owner[2].name}.{owner[1].name}"
+            if found.status == MISSING:
+                return {"status": MISSING, "missing_at": kind_name, "missing_name": name, "names": found.names}
+            if found.status != FOUND:
+                return {"status": UNKNOWN}
+            if index == len(names) - 1:
+                params = self.static.parameters(found) if found.kind == "function" else None
+                return {"status": FOUND, "kind": found.kind, "type": kind_name,
+                        "params": None if params is None else [list(p) for p in params.names]}
+            owner = self.static.instance_type(found, owner)
+        return {"status": UNKNOWN}
+
     def _static(self, kind: str, path: str) -> dict | None:
+        if kind == "i":
+            try:
+                return self._instance(path)
+            except RecursionError:
+                return {"status": UNKNOWN}
         try:
             if kind == "m":
                 exists = self.static.module_exists(path)
@@ -277,16 +389,17 @@ def check(units: list[Unit], resolver: Resolver) -> list[Finding]:
                 continue
             reported.add(key)
             findings.append(_missing(use, answer, resolver.versions))
-        elif answer.get("status") == FOUND and use.kind == "call" and answer.get("params") is not None:
+        elif answer.get("status") == FOUND and use.keywords and answer.get("params") is not None:
             params = Params([tuple(p) for p in answer["params"]])
             if params.accepts_any_keyword:
                 continue
             valid = set(params.keywords())
+            subject = f"{answer['type']}.{use.chain[-1]}" if use.chain and answer.get("type") else use.target
             for keyword in use.keywords:
                 if keyword not in valid:
                     findings.append(Finding(
                         use.path, use.line, RULE,
-                        f"{use.written}({keyword}=...): {use.target} has no parameter '{keyword}' "
+                        f"{use.written}({keyword}=...): {subject} has no parameter '{keyword}' "
                         f"({_installed(use.target, resolver.versions)}; it takes: {params.describe() or 'nothing'})",
                         f"use a parameter it has{_suggest(keyword, sorted(valid))}, or update the code "
                         "to the installed API"))
@@ -296,6 +409,12 @@ def check(units: list[Unit], resolver: Resolver) -> list[Finding]:
 def _missing(use: Use, answer: dict, versions: dict[str, str]) -> Finding:
     where, name = answer.get("missing_at") or "", answer.get("missing_name") or use.target
     installed = _installed(use.target, versions)
+    if use.kind == "method":
+        returned = f"{use.target}(...)" + "".join(f".{part}(...)" for part in use.chain[:-1])
+        return Finding(use.path, use.line, RULE,
+                       f"{use.written}: {where} (what {returned} returns) has no attribute '{name}' ({installed})",
+                       f"use the name the installed class has{_suggest(name, answer.get('names') or [])}, "
+                       "or update the code to the installed API")
     if use.kind == "module" or not where:
         what = f"{use.written}: there is no module {name} in the {installed}"
         if versions.get(use.target.split(".")[0]) == "not installed":

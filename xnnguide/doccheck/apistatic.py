@@ -447,6 +447,81 @@ class StaticIndex:
         return Answer(MISSING, missing_at=f"{module.name}.{node.name}", missing_name=name,
                       names=sorted(n for n in names if not n.startswith("_")))
 
+    # ------------------------------------------------------------ instances
+    def instance_type(self, answer: Answer, owner: tuple | None = None) -> tuple | None:
+        """The class of what calling *answer* returns: the class itself, or a return annotation."""
+        if answer.status != FOUND or answer.node is None:
+            return None
+        if answer.kind == "class":
+            return answer.node
+        if answer.node[0] != "def":
+            return None
+        function, module = answer.node[1], answer.node[2]
+        if function.returns is None:
+            return None
+        return self._annotation_class(function.returns, module, answer.node[3] if len(answer.node) > 3 else owner)
+
+    def _annotation_class(self, expr, module: Module, owner: tuple | None, depth: int = 0) -> tuple | None:
+        if depth > 4:
+            return None
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+            try:
+                expr = ast.parse(expr.value, mode="eval").body
+            except SyntaxError:
+                return None
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.BitOr):  # X | None
+            sides = [e for e in (expr.left, expr.right) if not (isinstance(e, ast.Constant) and e.value is None)]
+            return self._annotation_class(sides[0], module, owner, depth + 1) if len(sides) == 1 else None
+        if isinstance(expr, ast.Subscript) and (_dotted(expr.value) or [""])[-1] == "Optional":
+            return self._annotation_class(expr.slice, module, owner, depth + 1)
+        parts = _dotted(expr)
+        if not parts:
+            return None
+        if parts == ["Self"] and owner is not None:
+            return owner
+        first = module.bindings.get(parts[0])
+        answer = self._follow(first, frozenset()) if first is not None else self.lookup(module, parts[0])
+        for part in parts[1:]:
+            if answer.status != FOUND:
+                return None
+            answer = self.attribute(answer, part)
+        return answer.node if answer.status == FOUND and answer.kind == "class" else None
+
+    def _self_attributes(self, binding: tuple, seen: frozenset = frozenset()) -> set[str] | None:
+        """Names a class and its bases assign as ``self.name``; None when a base cannot be read."""
+        _, node, module = binding[:3]
+        key = (id(node), "self")
+        if key in seen:
+            return set()
+        seen = seen | {key}
+        names: set[str] = set()
+        for item in ast.walk(node):
+            if isinstance(item, ast.Attribute) and isinstance(item.ctx, ast.Store) \
+                    and isinstance(item.value, ast.Name) and item.value.id == "self":
+                names.add(item.attr)
+            if isinstance(item, ast.Call) and (_dotted(item.func) or [""])[-1] == "setattr":
+                return None
+        for base in self._bases(binding, seen):
+            if isinstance(base, str):
+                continue
+            if base.status != FOUND or base.kind != "class":
+                return None
+            more = self._self_attributes(base.node, seen)
+            if more is None:
+                return None
+            names |= more
+        return names
+
+    def instance_attribute(self, binding: tuple, name: str) -> Answer:
+        """*name* on an instance of the class *binding*: class attributes, then ``self.name`` ones."""
+        answer = self.class_attribute(binding, name)
+        if answer.status != MISSING:
+            return answer
+        assigned = self._self_attributes(binding)
+        if assigned is None or name in assigned:
+            return Answer(UNKNOWN) if assigned is None else Answer(FOUND, "value")
+        return answer
+
     # ------------------------------------------------------------ signatures
     def parameters(self, answer: Answer, seen: frozenset = frozenset()) -> Params | None:
         """Parameters of what *answer* found, or ``None`` when the source cannot tell."""

@@ -58,6 +58,7 @@ class Report:
     ledger: list[dict]
     seconds: dict[str, float]
     probed: int = 0
+    exemptions: list[tuple[str, int, str]] = field(default_factory=list)  # lowerings without passes, on purpose
 
     @property
     def not_run(self) -> list[dict]:
@@ -86,6 +87,7 @@ def read_documents(project: Project) -> list[Document]:
             document = rst.read(path, text)
         else:
             document = markdown.read(path, text, project.myst_extensions)
+        document.lines = text.splitlines()
         project.documents[path.resolve()] = document
         documents.append(document)
     return documents
@@ -264,16 +266,17 @@ def check(options: Options) -> Report:
     units = []
     if rules & {"transform-passes", "api", "syntax"}:
         for document in documents:
-            unit, problems = pycode.page_unit(display(document.path), document.blocks)
+            unit, problems = pycode.page_unit(display(document.path), document.blocks, document.lines)
             keep(problems)
             units.append(unit)
         for path in snippet_files:
             unit, problems = pycode.file_unit(path, display(path))
             keep(problems)
             units.append(unit)
+    exemptions: list[tuple[str, int, str]] = []
     if "transform-passes" in rules:
         for unit in units:
-            keep(transforms.check(unit))
+            keep(transforms.check(unit, exemptions))
     timings["transform-passes"] = time.perf_counter() - t
     probed = 0
     if "api" in rules:
@@ -322,7 +325,7 @@ def check(options: Options) -> Report:
         timings["build"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - started
     unique = sorted(set(findings), key=lambda f: (f.path, f.line, f.rule, f.message))
-    return Report(project, unique, ledger, timings, probed)
+    return Report(project, unique, ledger, timings, probed, exemptions)
 
 
 def _source_of(document: Document, block: CodeBlock, project: Project) -> Path | None:

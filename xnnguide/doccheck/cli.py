@@ -69,6 +69,10 @@ def summary(report: Report) -> list[str]:
              f"{len(report.findings)} finding(s) in {report.seconds['total']:.2f} s"]
     for entry in report.not_run:
         lines.append(f"  not-run: {entry['path']}:{entry['line']}: {entry['detail']}")
+    if report.exemptions:
+        lines.append(f"doccheck: {len(report.exemptions)} XNNPACK lowering(s) without transform passes, on purpose:")
+    for path, line, reason in report.exemptions:
+        lines.append(f"  without-transform-passes: {path}:{line}: {reason}")
     return lines
 
 

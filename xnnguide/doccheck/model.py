@@ -115,6 +115,7 @@ class Document:
     labels: set[str] = field(default_factory=set)  # cross-reference targets (ref role)
     orphan: bool = False
     problems: list[Finding] = field(default_factory=list)  # found while parsing
+    lines: list[str] = field(default_factory=list)  # the text, for comments inside code
 
     def toctrees(self) -> list[Directive]:
         return [d for d in self.directives if d.name == "toctree"]

@@ -27,11 +27,15 @@ SKIP_DIRS = frozenset({"_build", "node_modules", "__pycache__", "site-packages"}
 
 
 def display(path: Path) -> str:
-    """*path* relative to the working directory when it lies below it."""
+    """*path* relative to the working directory when it lies below it, else absolute."""
+    absolute = Path(os.path.normpath(os.path.abspath(path)))
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return str(absolute.relative_to(Path.cwd()))
     except ValueError:
-        return str(path)
+        try:
+            return str(path.resolve().relative_to(Path.cwd().resolve()))
+        except ValueError:
+            return str(absolute)
 
 
 @dataclass
@@ -177,6 +181,11 @@ def _source_dir(path: Path, conf: SphinxConf) -> SourceDir:
                 if pattern.search(str(script)):
                     source.recipes.append(script)
         source.generated_docs.add("sg_execution_times")
+        source.generated_labels.add("sphx_glr_sg_execution_times")
+        for output in outputs:
+            label_dir = Path(str(output)).as_posix().replace("/", "_")
+            source.generated_labels.update({f"sphx_glr_{label_dir}", f"sphx_glr_{label_dir}_sg_execution_times"})
+            source.generated_docs.add(f"{Path(str(output)).as_posix()}/sg_execution_times")
     return source
 
 
@@ -270,6 +279,7 @@ def discover(paths: list[Path], root: Path, conf_path: Path | None = None,
         sources.append(_source_dir(candidate, conf))
 
     skipped = {g.resolve() for s in sources for g in s.gallery_dirs}
+    generated_files = {(s.path / "sg_execution_times.rst").resolve() for s in sources if s.gallery_dirs}
     excluded = [glob_to_regex(p) for p in exclude or []]
     docs, pythons = [], []
 
@@ -294,7 +304,7 @@ def discover(paths: list[Path], root: Path, conf_path: Path | None = None,
             )
             for name in sorted(filenames):
                 file = folder_path / name
-                if not wanted(file):
+                if not wanted(file) or file.resolve() in generated_files:
                     continue
                 if file.suffix in DOC_SUFFIXES:
                     docs.append(file)

@@ -25,6 +25,7 @@ class Unit:
     path: str  # as displayed
     statements: list[ast.stmt] = field(default_factory=list)
     kind: str = "page"  # "page" or "file"
+    lines: list[str] = field(default_factory=list)  # the page's or file's text, for comments
 
 
 def pieces(block: CodeBlock) -> list[tuple[str, int]]:
@@ -59,9 +60,9 @@ def parse_piece(source: str, line: int, path: str) -> tuple[list[ast.stmt], Find
     return tree.body, None
 
 
-def page_unit(path: str, blocks: list[CodeBlock]) -> tuple[Unit, list[Finding]]:
+def page_unit(path: str, blocks: list[CodeBlock], lines: list[str] | None = None) -> tuple[Unit, list[Finding]]:
     """The Python of a page's blocks (not literal includes: their files are units of their own)."""
-    unit, problems = Unit(path), []
+    unit, problems = Unit(path, lines=lines or []), []
     for block in blocks:
         if not block.is_python or block.kind == "literalinclude":
             continue
@@ -80,7 +81,7 @@ def file_unit(path: Path, shown: str) -> tuple[Unit, list[Finding]]:
         return Unit(shown, kind="file"), [Finding(shown, 1, "syntax", f"not UTF-8 text ({error.reason})",
                                                   "save the file as UTF-8")]
     statements, problem = parse_piece(source, 1, shown)
-    return Unit(shown, statements, "file"), [problem] if problem else []
+    return Unit(shown, statements, "file", source.splitlines()), [problem] if problem else []
 
 
 def walk_in_order(statements: list[ast.stmt]):

@@ -15,11 +15,21 @@ snippet:
 Names are followed through the assignments and imports of the same unit
 (earlier lines only), so ``passes = get_transform_passes()`` and
 ``from ... import to_edge_transform_and_lower as lower`` are understood.
+``to_edge_transform_and_lower`` without a partitioner delegates nothing and
+is not a lowering to XNNPACK.
+
+A recipe that lowers without the passes on purpose (to show what they change)
+says so on the call or on the comment lines right above it::
+
+    # doccheck: without-transform-passes reason="the baseline the page compares against"
+
+The reason is required; exemptions are counted and listed in the summary.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 
 from xnnguide.doccheck.model import Finding
@@ -43,6 +53,12 @@ class _Scope:
                 self.assignments[node.target.id].append((node.lineno, node.value))
             elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
                 self.assignments[node.target.id].append((node.lineno, node.value))
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                # A loop variable takes its values from the iterable: follow the names to it.
+                line = getattr(node, "lineno", None) or node.iter.lineno
+                for target in ast.walk(node.target):
+                    if isinstance(target, ast.Name):
+                        self.assignments[target.id].append((line, node.iter))
             elif isinstance(node, ast.ImportFrom) and node.module:
                 for alias in node.names:
                     self.origins[alias.asname or alias.name] = f"{node.module}.{alias.name}"
@@ -117,7 +133,9 @@ def _argument(call: ast.Call, keyword: str, position: int, scope: _Scope) -> tup
 
 
 def _check_lower(call: ast.Call, scope: _Scope, path: str) -> Finding | None:
-    partitioner, _ = _argument(call, "partitioner", 2, scope)
+    partitioner, seen = _argument(call, "partitioner", 2, scope)
+    if seen and partitioner is None:
+        return None  # no partitioner: nothing is delegated, everything runs on portable kernels
     if (partitioner is not None and not scope.mentions(partitioner, "xnnpack", call.lineno)
             and scope.resolved(partitioner, call.lineno)):
         return None  # visibly another backend's partitioner
@@ -131,7 +149,9 @@ def _check_lower(call: ast.Call, scope: _Scope, path: str) -> Finding | None:
         return Finding(path, call.lineno, RULE,
                        "to_edge_transform_and_lower(...) lowers to XNNPACK without transform_passes=, "
                        "so XNNPACK's pre-partition transforms never run", HOW)
-    if not scope.mentions(passes, "get_transform_passes", call.lineno):
+    opaque = isinstance(passes, ast.Name) and not scope.resolved(passes, call.lineno)
+    if not opaque and not scope.mentions(passes, "get_transform_passes", call.lineno):
+        # (A bare name the unit never assigns, such as a function's parameter, cannot be followed.)
         return Finding(path, call.lineno, RULE,
                        "transform_passes= of to_edge_transform_and_lower(...) does not come from "
                        "get_transform_passes(...), so XNNPACK's pre-partition transforms are missing",
@@ -194,7 +214,30 @@ def _check_to_backend(call: ast.Call, scope: _Scope, path: str) -> Finding | Non
     return None
 
 
-def check(unit: Unit) -> list[Finding]:
+EXEMPTION = re.compile(r"#\s*doccheck:\s*without-transform-passes\b\s*(?:reason=(?P<reason>.*))?$")
+
+
+def exemption(unit: Unit, node: ast.Call) -> tuple[int, str] | None:
+    """A ``# doccheck: without-transform-passes reason=...`` comment on the call or right above it."""
+    if not unit.lines:
+        return None
+    first, last = node.lineno, getattr(node, "end_lineno", None) or node.lineno
+    candidates = list(range(first, last + 1))
+    above = first - 1
+    while above >= 1 and unit.lines[above - 1].strip().startswith("#"):
+        candidates.append(above)
+        above -= 1
+    for number in candidates:
+        if number > len(unit.lines):
+            continue
+        match = EXEMPTION.search(unit.lines[number - 1])
+        if match:
+            return number, (match.group("reason") or "").strip().strip("\"'")
+    return None
+
+
+def check(unit: Unit, exemptions: list[tuple[str, int, str]] | None = None) -> list[Finding]:
+    """Findings of rule 2; deliberate lowerings without the passes are added to *exemptions*."""
     scope = _Scope(unit)
     findings = []
     for node in walk_in_order(unit.statements):
@@ -207,8 +250,16 @@ def check(unit: Unit) -> list[Finding]:
             finding = _check_to_backend(node, scope, unit.path)
         else:
             continue
-        if finding:
+        if not finding:
+            continue
+        exempt = exemption(unit, node)
+        if exempt is None:
             findings.append(finding)
+        elif not exempt[1]:
+            findings.append(Finding(unit.path, exempt[0], RULE, "a without-transform-passes exemption without a "
+                                    "reason", 'say why: # doccheck: without-transform-passes reason="..."'))
+        elif exemptions is not None:
+            exemptions.append((unit.path, node.lineno, exempt[1]))
     return findings
 
 
