@@ -339,6 +339,9 @@ class Resolver:
         self.probed += len(queries)
         payload = json.dumps([{"path": path, "module": kind == "m", "params": kind == "p"} for kind, path in queries])
         env = dict(os.environ)
+        # The probe must import this very checker, whatever the working folder.
+        package_root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
         try:
             done = subprocess.run([sys.executable, "-m", "xnnguide.doccheck.apiprobe"], input=payload, env=env,
                                   capture_output=True, text=True, timeout=600)
