@@ -145,7 +145,7 @@ def test_mangled_versions_of_the_foreign_tree_do_not_crash_the_readers(tmp_path)
         if page.suffix not in (".md", ".rst"):
             continue
         lines = page.read_text().splitlines()
-        for _ in range(10):
+        for _ in range(6):
             mangled = list(lines)
             action = rng.choice(["truncate", "drop", "swap", "indent"])
             if action == "truncate":

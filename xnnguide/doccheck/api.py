@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import hashlib
 import importlib.machinery
 import json
@@ -208,6 +209,7 @@ def collect(unit: Unit, tracked: tuple[str, ...] = TRACKED) -> list[Use]:
 
 # ---------------------------------------------------------------- answers
 
+@functools.lru_cache(maxsize=8)
 def _versions(tracked: tuple[str, ...]) -> dict[str, str]:
     versions = {}
     for name in tracked:
@@ -218,6 +220,7 @@ def _versions(tracked: tuple[str, ...]) -> dict[str, str]:
     return versions
 
 
+@functools.lru_cache(maxsize=8)
 def _cache_file(tracked: tuple[str, ...]) -> Path | None:
     folder = os.environ.get("DOCCHECK_CACHE_DIR")
     if folder == "":
@@ -244,7 +247,7 @@ class Resolver:
         self.static = StaticIndex()
         self.cache_path = _cache_file(tracked) if use_cache else None
         self.cache: dict[str, dict] = {}
-        self.versions = _versions(tracked)
+        self.versions = dict(_versions(tracked))
         self.probed = 0
         if self.cache_path is not None:
             try:

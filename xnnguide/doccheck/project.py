@@ -208,7 +208,8 @@ def _is_source_dir(path: Path, conf: SphinxConf) -> bool:
 
 
 def _git_ignored(paths: list[Path], cwd: Path) -> set[Path]:
-    if not paths:
+    here = cwd.resolve()
+    if not paths or not any((folder / ".git").exists() for folder in (here, *here.parents)):
         return set()
     try:
         result = subprocess.run(["git", "check-ignore", "--stdin", "-z"], cwd=cwd, capture_output=True,
