@@ -11,6 +11,8 @@ SPHINX    := $(BIN)/sphinx-build -c . -d $(BUILDDIR)/doctrees -b html docs $(HTM
 # The test build runs without a network: any download attempt fails it.
 OFFLINE   ?= unshare -rn
 PYTEST_ARGS ?=
+# What the drift checker (python -m xnnguide.doccheck) reads.
+DOCCHECK_PATHS := README.md docs snippets
 # The checkout's own xnnguide comes first, also in recipe worker processes.
 export PYTHONPATH := $(CURDIR)
 # The environment is keyed by the content of the files that define it, not by
@@ -43,11 +45,14 @@ test: venv ## everything CI checks: offline strict build, then the test suite
 	@status=0; \
 	echo ">> offline, strict build (-W -n, network disabled by '$(OFFLINE)')"; \
 	$(OFFLINE) $(SPHINX) -E -n -W --keep-going || status=$$?; \
+	echo ">> drift checks against this build"; \
+	$(BIN)/python -m xnnguide.doccheck --build $(DOCCHECK_PATHS) || status=1; \
 	echo ">> test suite"; \
 	$(BIN)/python -m pytest $(PYTEST_ARGS) || status=1; \
 	exit $$status
 
 check: venv ## fast static checks; runs no recipe
+	$(BIN)/python -m xnnguide.doccheck $(DOCCHECK_PATHS)
 	$(BIN)/python -m pytest -m "not build" $(PYTEST_ARGS)
 
 serve: venv ## rebuild and reload the site on every change

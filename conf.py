@@ -25,6 +25,7 @@ extensions = [
     "sphinx_design",
     "sphinx_gallery.gen_gallery",
     "xnnguide.sphinxext",
+    "xnnguide.doccheck.sphinxext",  # the execution-ledger directive (docs/reference/execution_ledger.md)
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
