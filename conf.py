@@ -78,6 +78,11 @@ html_title = "XNNPACK lowering guide"
 templates_path = ["docs/_templates"]
 html_static_path = ["docs/_static"]
 html_css_files = ["xnnguide.css"]
+# A favicon of our own: without one the browser asks for /favicon.ico and gets a 404.
+html_favicon = "docs/_static/favicon.svg"
+# Light or dark from the reader's system; pydata otherwise logs a console
+# error on a reader's first visit, when no mode is stored yet.
+html_context = {"default_mode": "auto"}
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,

@@ -66,6 +66,14 @@ def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict[s
     context["xnnguide_sections"] = sections
 
 
+def _navigation_changed(app: Sphinx, env: Any, added: set[str], changed: set[str], removed: set[str]) -> list[str]:
+    """Rewrite every page when the root document changes: each one shows its sections."""
+    if app.config.root_doc in added | changed or removed:
+        return sorted(env.found_docs)
+    return []
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("html-page-context", _page_context)
+    app.connect("env-get-outdated", _navigation_changed)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}
