@@ -56,6 +56,7 @@ class Browser:
         to_browser_read, to_browser_write = map(_high_fd, os.pipe())
         from_browser_read, from_browser_write = map(_high_fd, os.pipe())
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.log_path = log_path
         self._log = open(log_path, "wb")
         args = [executable, *FLAGS, f"--user-data-dir={user_data_dir}", "--remote-debugging-pipe", "about:blank"]
         self.pid = os.posix_spawn(
@@ -126,7 +127,7 @@ class Browser:
         with self._lock:
             while command_id not in self._responses:
                 if self._closed:
-                    raise ProtocolError(f"{method}: Chromium exited (see its log)")
+                    raise ProtocolError(f"{method}: Chromium exited; its output is in {self.log_path}")
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise ProtocolError(f"{method}: no reply within {timeout} s")

@@ -48,7 +48,8 @@ COPY_PAGE, COPY_RECIPE, COPY_REGION = "overview.html", "lower_mobilenet_v2_fp32.
 def toctree_sections(index: Path = DOCS / "index.md") -> list[tuple[str, list[str]]]:
     """``(caption, [docname, ...])`` for every toctree block of the root page, in order."""
     sections = []
-    for block in re.findall(r"^```\{toctree\}\n(.*?)^```", index.read_text(encoding="utf-8"), re.M | re.S):
+    text = index.read_text(encoding="utf-8")
+    for _fence, block in re.findall(r"^(```|:::)\{toctree\}\n(.*?)^\1", text, re.M | re.S):
         caption = re.search(r"^:caption:\s*(.+)$", block, re.M)
         entries = [line.strip() for line in block.splitlines()
                    if line.strip() and not line.lstrip().startswith((":", "%"))]
@@ -228,6 +229,21 @@ def test_copy_button_leaves_out_python_prompts_and_output(page, site_url):
     copied = click_copy_and_read(page, "button[data-clipboard-target='#injected-pycon']")
     lines = [line for line in copied.splitlines() if line.strip()]
     assert lines == ["import torch", "torch.ones(2).sum()", "for i in range(2):", "    print(i)"], copied
+
+
+#: A page that shows sphinx-design tabs (side-by-side variants of a step).
+TABS_PAGE = "help/troubleshooting.html"
+
+
+def test_tabs_switch_between_variants(page, site_url):
+    page.goto(site_url + TABS_PAGE)
+    visible = """[...document.querySelector('.sd-tab-set').querySelectorAll(':scope > .sd-tab-content')]
+                 .map(c => getComputedStyle(c).display !== 'none')"""
+    assert page.evaluate("document.querySelectorAll('.sd-tab-set').length") >= 1, f"{TABS_PAGE} has no tabs"
+    assert page.evaluate(visible)[:2] == [True, False]
+    page.click(".sd-tab-set > label.sd-tab-label:nth-of-type(2)")
+    assert page.evaluate(visible)[:2] == [False, True]
+    assert not page.console_errors, page.console_errors
 
 
 # ---------------------------------------------------------------- search and navigation
