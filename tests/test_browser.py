@@ -175,12 +175,20 @@ def test_code_blocks_are_highlighted_and_have_copy_buttons(page, site_url, page_
 
 
 def click_copy_and_read(page, button_selector: str) -> str:
+    """Click a copy button; return the clipboard once the button reports success."""
     page.evaluate("navigator.clipboard.writeText('')", user_gesture=True)
+    # The button shows its success state for 1.5 s only; record it when it
+    # happens instead of hoping to poll at the right moment.
+    page.evaluate(f"""(() => {{
+        const button = document.querySelector({json.dumps(button_selector)});
+        window.__copyStates = [];
+        new MutationObserver(() => window.__copyStates.push(
+            [button.classList.contains('success'), button.getAttribute('data-tooltip')]
+        )).observe(button, {{attributes: true}});
+    }})()""")
     page.click(button_selector)
-    state = page.wait_for_js(
-        f"(b => b && b.classList.contains('success') && b.getAttribute('data-tooltip'))"
-        f"(document.querySelector({json.dumps(button_selector)}))")
-    assert state == "Copied!", state
+    states = page.wait_for_js("window.__copyStates.some(([success]) => success) && window.__copyStates")
+    assert [True, "Copied!"] in states, f"the copy button did not report success: {states}"
     return page.evaluate("navigator.clipboard.readText()", user_gesture=True)
 
 
