@@ -109,7 +109,8 @@ copybutton_prompt_is_regexp = True
 copybutton_only_copy_prompt_lines = True
 
 # `make linkcheck` checks links between pages and files; external URLs are
-# listed in _build/linkcheck/output.txt as ignored, never fetched.
+# listed in _build/linkcheck/output.json as ignored, never fetched. Links
+# and anchors in the built HTML are checked by tests/test_site_files.py.
 linkcheck_ignore = [r"https?://"]
 
 autodoc_typehints = "description"
