@@ -34,7 +34,6 @@ facts.record("registered_backends", registered, ", ".join(registered))
 # A small model lowered to XNNPACK
 # --------------------------------
 
-# [start missing_backend_lower]
 import torch
 
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
@@ -52,7 +51,6 @@ executorch_program = to_edge_transform_and_lower(
 ).to_executorch()
 with open("missing_backend_mlp.pte", "wb") as file:
     file.write(executorch_program.buffer)
-# [end missing_backend_lower]
 
 # %%
 # Which backends does a ``.pte`` need?
@@ -129,11 +127,9 @@ facts.record("log_line", log_line)
 # --------------------------------------
 # The original ``.pte`` loads and matches eager PyTorch.
 
-# [start missing_backend_run]
 forward = runtime.load_program("missing_backend_mlp.pte").load_method("forward")
 pte_output = forward.execute(list(example_inputs))[0]
 with torch.no_grad():
     eager_output = model(*example_inputs)
 torch.testing.assert_close(pte_output, eager_output, atol=1e-5, rtol=1e-5)
 print("max abs error against eager:", (pte_output - eager_output).abs().max().item())
-# [end missing_backend_run]

@@ -79,18 +79,15 @@ facts.record_table(
 # intermediate tensor leaves XNNPACK and comes back, which costs a little
 # time on every call.
 
-# [start partial_graph]
 for node in edge_program.exported_program().graph_module.graph.nodes:
     if node.op == "call_function":
         print(node.name)
-# [end partial_graph]
 
 # %%
 # Run the split program
 # ---------------------
 # Partial delegation is still a correct program.
 
-# [start partial_run]
 from executorch.runtime import Runtime
 
 with open("partial_delegation_split.pte", "wb") as file:
@@ -99,7 +96,6 @@ split_forward = Runtime.get().load_program("partial_delegation_split.pte").load_
 with torch.no_grad():
     eager_output = model(*example_inputs)
 torch.testing.assert_close(split_forward.execute(list(example_inputs))[0], eager_output, atol=1e-5, rtol=1e-5)
-# [end partial_run]
 
 # %%
 # Rewrite the operator

@@ -16,7 +16,6 @@ again.
 # ``x ** 3`` is checked and rejected. It has no configuration at all for
 # ``cumsum``, so that node is never checked.
 
-# [start logging_model]
 import io
 import logging
 
@@ -40,7 +39,6 @@ class CubeThenCumsum(torch.nn.Module):
 torch.manual_seed(0)
 model = CubeThenCumsum().eval()
 example_inputs = (torch.randn(2, 16),)
-# [end logging_model]
 
 # %%
 # Collect the partitioner's log records
@@ -50,7 +48,6 @@ example_inputs = (torch.randn(2, 16),)
 # the ``executorch.backends.xnnpack`` logger also keeps them in a string, so
 # this page can print them and the recipe can check them.
 
-# [start logging_handler]
 xnnpack_logger = logging.getLogger("executorch.backends.xnnpack")
 records = io.StringIO()
 handler = logging.StreamHandler(records)
@@ -68,7 +65,6 @@ def lower(**partitioner_options) -> str:
         partitioner=[XnnpackPartitioner(**partitioner_options)],
     )
     return records.getvalue()
-# [end logging_handler]
 
 # %%
 # ``verbose=True`` alone
@@ -78,10 +74,8 @@ def lower(**partitioner_options) -> str:
 # in ``executorch.backends.xnnpack.partition.config``, whose level stays at
 # the root's ``WARNING``: only the partitioner's greeting comes out.
 
-# [start logging_verbose_only]
 verbose_only = lower(verbose=True)
 print(verbose_only)
-# [end logging_verbose_only]
 
 # sphinx_gallery_start_ignore
 from xnnguide import facts
@@ -146,7 +140,6 @@ assert quiet == "", quiet
 # Rejected nodes run on ExecuTorch's portable kernels; the result matches
 # eager PyTorch.
 
-# [start logging_run]
 from executorch.runtime import Runtime
 
 executorch_program = to_edge_transform_and_lower(
@@ -163,4 +156,3 @@ with torch.no_grad():
     eager_output = model(*example_inputs)
 torch.testing.assert_close(pte_output, eager_output, atol=1e-4, rtol=1e-4)
 print("max abs error against eager:", (pte_output - eager_output).abs().max().item())
-# [end logging_run]

@@ -18,7 +18,6 @@ model.
 # value ranges, and nothing to download. The network is untrained; what
 # matters here is how far the int8 outputs are from the float ones.
 
-# [start nocal_model]
 import torch
 from sklearn.datasets import load_digits
 
@@ -29,7 +28,6 @@ model = torch.nn.Sequential(
 ).eval()
 # Export, calibration and tests all use batches of 16 images.
 example_inputs = (images[:16],)
-# [end nocal_model]
 
 # %%
 # Quantize twice: with and without calibration
@@ -89,7 +87,6 @@ facts.record("warning_kinds", len(distinct))
 # so any value smaller than 0.5 in magnitude rounds to zero, weights
 # included.
 
-# [start nocal_scales]
 def scales(converted):
     return sorted({
         float(node.args[1])
@@ -100,7 +97,6 @@ def scales(converted):
 
 print("calibrated scales:  ", [f"{scale:.4f}" for scale in scales(calibrated)])
 print("uncalibrated scales:", scales(uncalibrated))
-# [end nocal_scales]
 
 # sphinx_gallery_start_ignore
 assert scales(uncalibrated) == [1.0], scales(uncalibrated)
@@ -115,7 +111,6 @@ facts.record("uncalibrated_scale", 1.0, "1.0")
 # against its own int8 model in eager PyTorch (the lowering is faithful);
 # the question is how either compares with the float model.
 
-# [start nocal_run]
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 from executorch.backends.xnnpack.utils.configs import get_transform_passes
 from executorch.exir import to_edge_transform_and_lower
@@ -144,7 +139,6 @@ for name, quantized in (("calibrated", calibrated), ("uncalibrated", uncalibrate
     pte_logits[name] = outputs
     error = (outputs - float_logits).abs().max().item()
     print(f"{name:>12}: max |int8 - float| = {error:.3f}, largest |output| = {outputs.abs().max().item():.3f}")
-# [end nocal_run]
 
 # sphinx_gallery_start_ignore
 calibrated_error = (pte_logits["calibrated"] - float_logits).abs().max().item()
@@ -186,7 +180,6 @@ facts.record("check_mismatched", mismatched)
 # Each point is one output of one test image. Calibrated int8 outputs sit on
 # the diagonal; uncalibrated ones are flat at zero.
 
-# [start nocal_plot]
 import matplotlib.pyplot as plt
 
 figure, axes = plt.subplots(figsize=(5, 4.2))
@@ -199,4 +192,3 @@ axes.set_title("Digits MLP: int8 outputs with and without calibration")
 axes.legend(loc="upper left")
 figure.tight_layout()
 plt.show()
-# [end nocal_plot]

@@ -12,7 +12,6 @@ shows the two fixes: export a dynamic dimension, or convert the input.
 # A model exported for a batch of two
 # -----------------------------------
 
-# [start inputs_lower]
 import torch
 
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
@@ -34,7 +33,6 @@ with open("runtime_inputs_static.pte", "wb") as file:
 
 program = Runtime.get().load_program("runtime_inputs_static.pte")
 forward = program.load_method("forward")
-# [end inputs_lower]
 
 # %%
 # Ask the method what it expects
