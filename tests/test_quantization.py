@@ -54,6 +54,21 @@ def test_static_schemes_refuse_to_run_without_calibration_data(scheme):
         quantize(model, inputs, scheme)
 
 
+def test_dynamic_quantization_without_calibration_still_observes_the_weights():
+    # Weight observers fill only during a forward pass; an empty one gives a
+    # one-element "per-channel" scale that XNNPACK lowering rejects.
+    model, inputs = _tiny()
+    converted = quantize(model, inputs, "int8-dynamic")
+    scales = [
+        node.args[1]
+        for node in converted.graph.nodes
+        if str(node.target) == "quantized_decomposed.dequantize_per_channel.default"
+    ]
+    assert scales, "no per-channel weight dequantize in the converted graph"
+    values = [getattr(converted, scale.target) for scale in scales]
+    assert [tuple(value.shape) for value in values] == [(8,)]
+
+
 def test_example_inputs_must_be_a_tuple():
     model, inputs = _tiny()
     with pytest.raises(TypeError, match="tuple"):

@@ -65,9 +65,12 @@ def quantize_pt2e(
 
     With ``dynamic=False`` the observers record activation ranges from the
     calibration inputs, so give it representative data: the scales are frozen
-    into the program. With ``dynamic=True`` activation scales are computed at
-    run time and only weights are observed; calibration inputs are still run
-    (they cost little) but may be empty.
+    into the program; :class:`ValueError` if there is none. With
+    ``dynamic=True`` activation scales are computed at run time and only the
+    weights need observing, which any forward pass does: with no calibration
+    inputs, *example_inputs* is run once. (Without any forward pass the
+    weight observers stay empty, and lowering fails later with a confusing
+    message about the size of per-channel scales.)
 
     The result is an ``torch.fx.GraphModule`` that runs in eager PyTorch
     (this is the "int8 eager" model to compare a ``.pte`` against) and is
@@ -84,6 +87,11 @@ def quantize_pt2e(
     # [end quant_pt2e_imports]
     if not isinstance(example_inputs, tuple):
         raise TypeError(f"example_inputs must be a tuple, not {type(example_inputs).__name__}")
+    calibration_inputs = list(calibration_inputs)
+    if not calibration_inputs:
+        if not dynamic:
+            raise ValueError("static quantization needs calibration inputs (representative data)")
+        calibration_inputs = [example_inputs]
     # [start quant_pt2e_prepare]
     # Quantization works on the exported ATen graph, not on nn.Modules.
     captured = torch.export.export(model, example_inputs).module()
@@ -155,9 +163,9 @@ def quantize(
 
     Returns the module to export with ``torch.export.export(result,
     example_inputs)``. PT2E schemes return a new module; ``8da4w`` changes
-    *model* in place and returns it. *calibration_inputs* is used by the
-    static schemes (with none, their activation observers have seen nothing
-    and ``convert_pt2e`` fails). Raises :class:`ValueError` naming the valid
+    *model* in place and returns it. *calibration_inputs* is required by the
+    static schemes (:class:`ValueError` without it) and optional for the
+    others. Raises :class:`ValueError` naming the valid
     schemes when *scheme* is unknown, before touching the model.
     """
     if scheme not in SCHEMES:
@@ -166,13 +174,10 @@ def quantize(
         )
     if scheme == "8da4w":
         return quantize_8da4w(model)
-    calibration = list(calibration_inputs)
-    if scheme in ("int8-static", "int8-static-per-tensor") and not calibration:
-        raise ValueError(f"scheme {scheme!r} needs calibration inputs (representative data)")
     return quantize_pt2e(
         model,
         example_inputs,
-        calibration,
+        calibration_inputs,
         per_channel=scheme != "int8-static-per-tensor",
         dynamic=scheme == "int8-dynamic",
     )
