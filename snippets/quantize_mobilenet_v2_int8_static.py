@@ -98,9 +98,9 @@ print(int8_delegation.get_summary())
 # whose logits carry little signal, they add up to a visible distance. The
 # check is therefore stated relative to the logits: no logit further than
 # 35 % of the largest one, and a relative (L2) error under 0.3. The distance
-# to the fp32 model is what quantization costs; it is reported. On a trained
-# network the two int8 versions classify identically; see
-# :doc:`quantize_digits_cnn_accuracy`.
+# to the fp32 model is what quantization costs; it is reported. How often
+# the two int8 versions pick the same class on a trained network is
+# measured in :doc:`quantize_digits_cnn_accuracy`.
 
 # [start quant_static_run]
 import os

@@ -130,6 +130,41 @@ def test_every_table_on_the_page_names_only_known_schemes():
             assert match and match.group(1) in SCHEMES, f"{PAGE.name}:{line}: unknown scheme {cells[0]}"
 
 
+# How the page names each operator family of XNNPACKQuantizer.SUPPORTED_PATTERNS.
+OPERATOR_WORDS = {
+    "linear": "linear",
+    "conv": "convolution",
+    "conv_transpose": "transposed convolution",
+    "adaptive_avg_pool2d": "adaptive average pooling",
+    "add": "add",
+    "mul": "mul",
+    "cat": "concatenation",
+}
+
+
+def _families(dynamic: bool) -> set[str]:
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import XNNPACKQuantizer
+
+    # A static config annotates every pattern, a dynamic one only the dynamic ones.
+    patterns = [p for p in XNNPACKQuantizer.SUPPORTED_PATTERNS if p.is_dynamic or not dynamic]
+    return {re.sub(r"(_bn)?(_relu)?$", "", pattern.name) for pattern in patterns}
+
+
+@pytest.mark.parametrize(("scheme", "dynamic"), [
+    ("int8-static", False), ("int8-static-per-tensor", False), ("int8-dynamic", True),
+])
+def test_the_operator_column_matches_the_installed_quantizer(scheme, dynamic):
+    markdown = PAGE.read_text(encoding="utf-8")
+    header, rows = next((h, r) for h, r in tables(markdown) if h[-1] == "Proven by")
+    column = header.index("Operators quantized for XNNPACK")
+    cells = {SCHEME_CELL.match(cells[0]).group(1): cells[column] for _, cells in rows}
+    # The per-tensor row refers to the row above it.
+    cell = cells["int8-static"] if scheme == "int8-static-per-tensor" else cells[scheme]
+    for family in sorted(_families(dynamic)):
+        assert family in OPERATOR_WORDS, f"the quantizer has a new pattern family {family!r}: document it"
+        assert OPERATOR_WORDS[family] in cell, f"the {scheme} row does not mention {OPERATOR_WORDS[family]}"
+
+
 @pytest.mark.build
 def test_every_row_of_the_scheme_table_is_covered_by_an_executed_recipe(built_site):
     problems = coverage_problems(scheme_rows(PAGE.read_text(encoding="utf-8")), SNIPPETS, GALLERY)

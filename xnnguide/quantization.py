@@ -24,8 +24,7 @@ Two families of scheme reach XNNPACK's integer kernels:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Iterable
 
 import torch
 
@@ -157,7 +156,7 @@ def quantize(
     model: torch.nn.Module,
     example_inputs: tuple[Any, ...],
     scheme: str,
-    calibration_inputs: Sequence[tuple[Any, ...]] | Iterable[tuple[Any, ...]] = (),
+    calibration_inputs: Iterable[tuple[Any, ...]] = (),
 ) -> torch.nn.Module:
     """Quantize *model* with the scheme named *scheme* (a key of :data:`SCHEMES`).
 
