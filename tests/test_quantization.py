@@ -117,3 +117,13 @@ def test_8da4w_can_leave_embeddings_in_float():
     quantization.quantize_8da4w(model, quantize_embeddings=False)
     assert type(model.embed.weight) is torch.nn.Parameter
     assert type(model.linear.weight).__name__ == "IntxUnpackedToInt8Tensor"
+
+
+def test_8da4w_refuses_widths_the_group_size_does_not_divide_and_changes_nothing():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Embedding(16, 64), torch.nn.Linear(64, 40), torch.nn.Linear(40, 8))
+    with pytest.raises(ValueError, match=r"groups of 32.*these do not: 2 \(40\)$") as error:
+        quantization.quantize_8da4w(model)
+    assert "\n" not in str(error.value)
+    # The embedding and the first linear layer would fit, but were not touched either.
+    assert all(type(module.weight) is torch.nn.Parameter for module in model)

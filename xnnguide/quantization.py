@@ -1,9 +1,10 @@
 """The quantization schemes of the guide, implemented once.
 
-Every recipe that quantizes a model, the AOT compiler command line and the
-performance benchmark call this module, so the code the Quantization page
-shows (it includes the regions marked below) is the code that produced the
-page's numbers.
+Every recipe that quantizes a model calls this module, and so do the other
+tools of this repository that quantize (the AOT compiler command line, the
+performance benchmark) rather than repeat it. The Quantization page
+includes the regions marked below, so the code it shows is the code that
+produced its numbers.
 
 Two families of scheme reach XNNPACK's integer kernels:
 
@@ -124,9 +125,22 @@ def quantize_8da4w(
     ``IntxWeightOnlyConfig`` with int4 weights in groups of *group_size*
     (looked up and dequantized per row; there is no activation to quantize).
 
-    The input dimension of each linear layer and the embedding dimension must
-    be multiples of *group_size*; torchao raises otherwise.
+    The input width of each linear layer (and the embedding dimension, when
+    embeddings are quantized) must be a multiple of *group_size*; otherwise
+    :class:`ValueError` names the offending layers, before any is changed.
     """
+    widths = {
+        name: module.in_features if isinstance(module, torch.nn.Linear) else module.embedding_dim
+        for name, module in model.named_modules()
+        if isinstance(module, torch.nn.Linear)
+        or (quantize_embeddings and isinstance(module, torch.nn.Embedding))
+    }
+    misfits = [f"{name or 'the model'} ({width})" for name, width in widths.items() if width % group_size]
+    if misfits:
+        raise ValueError(
+            f"8da4w quantizes in groups of {group_size}, which must divide each layer's "
+            f"input width; these do not: {', '.join(misfits)}"
+        )
     # [start quant_8da4w]
     from torchao.quantization import (
         Int8DynamicActivationIntxWeightConfig,
