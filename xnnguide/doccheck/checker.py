@@ -189,7 +189,7 @@ class Records:
     def status(self, source: Path) -> tuple[bool, str]:
         recipes = {recipe.resolve() for recipe in self.project.recipes}
         if source.resolve() not in recipes:
-            return False, f"{display(source)} is not a recipe the build runs"
+            return self._helper_status(source, recipes)
         if self.gallery is None:
             return False, "no gallery folder to read run records from"
         from xnnguide.sphinxext import dependency_key, load_run_record
@@ -204,6 +204,26 @@ class Records:
         if source.stem in self.executions:
             return True, f"recipe ran in this build ({record.get('seconds', 0):.1f} s)"
         return True, f"recipe unchanged since its passing run of {record.get('finished', '?')[:10]}"
+
+
+    def _helper_status(self, source: Path, recipes: set[Path]) -> tuple[bool, str]:
+        """A region of a helper module ran if a recipe importing that module passed.
+
+        Pages may show the code of a shared helper (the quantization schemes
+        live in one module that recipes, the CLI and the benchmark all call);
+        that code ran in this build when a recipe that imports it did.
+        """
+        from xnnguide.sphinxext import helper_modules
+
+        users = sorted(recipe for recipe in recipes if source.resolve() in
+                       {path.resolve() for path in helper_modules(recipe)})
+        if not users:
+            return False, f"{display(source)} is not a recipe the build runs, nor a helper a recipe imports"
+        verdicts = [self.status(recipe) for recipe in users]
+        passed = [recipe.name for recipe, (ok, _) in zip(users, verdicts) if ok]
+        if not passed:
+            return False, f"no recipe importing {display(source)} passed: {verdicts[0][1]}"
+        return True, f"helper code run by {', '.join(passed)}"
 
 
 def default_gallery(project: Project) -> Path | None:
