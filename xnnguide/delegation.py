@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import operator
 from collections import Counter
+from typing import Mapping
 
 import torch
 
@@ -39,8 +40,8 @@ def delegate_calls(graph_module: torch.fx.GraphModule) -> int:
     )
 
 
-def ops_outside_delegates(graph_module: torch.fx.GraphModule) -> Counter[str]:
-    """The operators left outside every delegate, by name, with their counts.
+def ops_outside_delegates(graph_module: torch.fx.GraphModule) -> dict[str, int]:
+    """The operators left outside every delegate, by name, with their counts (a ``Counter``).
 
     Delegate calls and the ``getitem`` nodes that unpack their results are not
     counted: they are the plumbing of delegation, not work left undone.
@@ -69,8 +70,8 @@ def delegated_graphs(graph_module: torch.fx.GraphModule) -> list[torch.fx.GraphM
     return graphs
 
 
-def ops_inside_delegates(graph_module: torch.fx.GraphModule) -> Counter[str]:
-    """The operators inside all delegates, by name, with their counts."""
+def ops_inside_delegates(graph_module: torch.fx.GraphModule) -> dict[str, int]:
+    """The operators inside all delegates, by name, with their counts (a ``Counter``)."""
     inside = Counter()
     for delegated in delegated_graphs(graph_module):
         for node in delegated.graph.nodes:
@@ -79,7 +80,7 @@ def ops_inside_delegates(graph_module: torch.fx.GraphModule) -> Counter[str]:
     return inside
 
 
-def describe_ops(counts: Counter[str]) -> str:
+def describe_ops(counts: Mapping[str, int]) -> str:
     """``"expand_copy.default ×1, mul.Tensor ×2"``; ``"none"`` when empty."""
     if not counts:
         return "none"
