@@ -107,6 +107,9 @@ for precision in operator_probes.PRECISIONS:
     key = {"fp32": "fp32", "int8 (static)": "int8", "int8 (dynamic)": "dynamic"}[precision]
     facts.record(f"claims_{key}", sum(1 for c in claims if c.precision == precision))
     facts.record(f"verified_{key}", sum(1 for r in results if r.verified and r.claim.precision == precision))
+facts.record("fp32_atol", operator_probes.FP32_ATOL, f"{operator_probes.FP32_ATOL:g}")
+facts.record("fp32_rtol", operator_probes.FP32_RTOL, f"{operator_probes.FP32_RTOL:g}")
+facts.record("dynamic_relative", operator_probes.DYNAMIC_RELATIVE, f"{operator_probes.DYNAMIC_RELATIVE:.0%}")
 facts.record("negative_softmax", wrong_axis.cell())
 facts.record("negative_absent", absent.cell())
 facts.record_table(

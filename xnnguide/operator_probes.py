@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import time
 import traceback
+from dataclasses import dataclass
 from typing import Callable  # typing.Callable: Sphinx resolves it without an inventory
-from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -112,9 +112,11 @@ def claims() -> list[Claim]:
     found = []
     for config in ALL_PARTITIONER_CONFIGS:
         supported = config().supported_precision_types()
-        for precision in names:  # keep PRECISIONS order
-            if precision in supported:
-                found.append(Claim(config.target_name, config.__name__, names[precision]))
+        # Known precisions in PRECISIONS order, then any a later release adds
+        # (those get a column of their own and no probe, so they show as flagged).
+        ordered = [p for p in names if p in supported] + [p for p in supported if p not in names]
+        for precision in ordered:
+            found.append(Claim(config.target_name, config.__name__, names.get(precision, precision.name.lower())))
     return found
 
 
@@ -281,9 +283,10 @@ def _qdq(x: torch.Tensor, scale: float, zero_point: int) -> torch.Tensor:
 class _QuantizedOp(torch.nn.Module):
     """``q/dq -> op -> q/dq`` with fixed parameters: one operator on int8 data.
 
-    Operators that only move data (permute, view, slice, cat, pooling, relu)
-    keep their input's parameters, as a quantizer shares them; the others get
-    parameters for their own output range.
+    Operators whose output stays within their input's range (data movement,
+    pooling, mean, relu and clamping: :data:`SHARED_QPARAMS`) keep their
+    input's parameters, as a quantizer shares them; the others get parameters
+    for their own output range.
     """
 
     def __init__(self, op: torch.nn.Module, in_params: list[tuple[float, int]], out_params: tuple[float, int]):
@@ -418,9 +421,9 @@ DYNAMIC_INT8_PROBES: dict[str, Callable[[], tuple[torch.nn.Module, Inputs, float
 }
 
 
-def probe_for(claim: Claim) -> Callable[[], tuple]:
+def probe_for(claim: Claim) -> Callable[[], tuple] | None:
     """The probe builder of *claim*, or ``None`` when this module has none."""
-    table = {FP32: FP32_PROBES, INT8: INT8_PROBES, DYNAMIC_INT8: DYNAMIC_INT8_PROBES}[claim.precision]
+    table = {FP32: FP32_PROBES, INT8: INT8_PROBES, DYNAMIC_INT8: DYNAMIC_INT8_PROBES}.get(claim.precision, {})
     return table.get(claim.target)
 
 
@@ -615,14 +618,17 @@ def table(results: list[ProbeResult]) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the support table: one row per operator, one column per precision."""
     by_target: dict[str, dict[str, ProbeResult]] = {}
     configs: dict[str, str] = {}
+    precisions = list(PRECISIONS)
     for result in results:
         by_target.setdefault(result.claim.target, {})[result.claim.precision] = result
         configs[result.claim.target] = result.claim.config
+        if result.claim.precision not in precisions:
+            precisions.append(result.claim.precision)
     conditions = config_conditions()
-    header = ["Operator (Edge)", "Partitioner config", *PRECISIONS, "Conditions the config documents"]
+    header = ["Operator (Edge)", "Partitioner config", *precisions, "Conditions the config documents"]
     rows = []
     for target in sorted(by_target, key=lambda name: name.lstrip("_")):
-        cells = [by_target[target][p].cell() if p in by_target[target] else NOT_CLAIMED for p in PRECISIONS]
+        cells = [by_target[target][p].cell() if p in by_target[target] else NOT_CLAIMED for p in precisions]
         rows.append([target, configs[target], *cells, conditions.get(target, "")])
     return header, rows
 
