@@ -1,0 +1,296 @@
+"""
+Lower with and without the XNNPACK transform passes
+===================================================
+
+``to_edge_transform_and_lower`` takes an optional ``transform_passes``
+argument, and XNNPACK's examples pass ``get_transform_passes()`` to it. This
+recipe asks the installed executorch what that list holds, then lowers the
+same model twice, with and without it, and compares what XNNPACK took, how
+often the program calls into XNNPACK, what is left on the portable kernels,
+and whether both ``.pte`` files compute the same thing. The
+:doc:`explanation page </explanation/why_transform_passes>` discusses the
+results.
+"""
+
+# %%
+# What ``get_transform_passes()`` returns
+# ---------------------------------------
+# The list is read from the installed package, not from its documentation:
+# each entry is a pass object; the first sentence of its class's own
+# docstring says what it rewrites.
+
+# [start list_passes]
+import inspect
+
+from executorch.backends.xnnpack.utils.configs import get_transform_passes
+
+
+def doc_summary(cls: type) -> str:
+    """The first sentence of a class's own docstring (not one it inherits)."""
+    doc = inspect.cleandoc(cls.__dict__.get("__doc__") or "")
+    paragraph = " ".join(doc.split("\n\n")[0].split())
+    return paragraph.split(". ")[0].rstrip(".") + "." if paragraph else "(no docstring of its own)"
+
+
+signature = inspect.signature(get_transform_passes).replace(return_annotation=inspect.Signature.empty)
+print(f"get_transform_passes{signature}")
+for transform in get_transform_passes():
+    print(f"{type(transform).__name__}: {doc_summary(type(transform))}")
+# [end list_passes]
+
+# sphinx_gallery_start_ignore
+from xnnguide import facts
+
+transforms = get_transform_passes()
+assert transforms, "get_transform_passes() returned nothing"
+facts.record_table(
+    "transform_passes",
+    ["Pass", "Defined in", "What its docstring says"],
+    [[type(t).__name__, type(t).__module__, doc_summary(type(t)).replace("``", "")] for t in transforms],
+)
+facts.record("transform_pass_count", len(transforms))
+facts.record("transform_pass_names", ", ".join(type(t).__name__ for t in transforms))
+facts.record("signature", f"get_transform_passes{signature}")
+
+# XNNPACK also rewrites each delegated subgraph on its own, whatever
+# transform_passes says: list those passes too, for the explanation page.
+from executorch.backends.xnnpack._passes import XNNPACKPassManager
+
+preprocess_passes = XNNPACKPassManager(exported_program=None).passes
+facts.record_table(
+    "preprocess_passes",
+    ["Pass", "What its docstring says"],
+    [[p.__name__, doc_summary(p).replace("``", "")] for p in preprocess_passes],
+)
+facts.record("preprocess_pass_count", len(preprocess_passes))
+# sphinx_gallery_end_ignore
+
+# %%
+# A model with an ``expand`` that does nothing
+# --------------------------------------------
+# ``gate.expand_as(hidden)`` is how code often spells a broadcast. Here
+# ``gate`` already has ``hidden``'s shape, so after ``torch.export`` fixes the
+# shapes the ``expand`` copies a tensor onto itself. XNNPACK has no partitioner
+# config for ``expand_copy``, so, left in the graph, it stays outside
+# XNNPACK and cuts the graph in two.
+
+# [start noop_expand_model]
+import torch
+
+
+class GatedMLP(torch.nn.Module):
+    def __init__(self, features: int = 16, hidden: int = 32, classes: int = 4):
+        super().__init__()
+        self.embed = torch.nn.Linear(features, hidden)
+        self.gate = torch.nn.Linear(hidden, hidden)
+        self.head = torch.nn.Linear(hidden, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        hidden = torch.relu(self.embed(x))
+        gate = torch.sigmoid(self.gate(hidden))
+        return self.head(hidden * gate.expand_as(hidden))
+
+
+torch.manual_seed(0)
+model = GatedMLP().eval()
+example_inputs = (torch.randn(4, 16),)
+# [end noop_expand_model]
+
+# %%
+# Lower it twice
+# --------------
+# The only difference between the two calls is ``transform_passes``.
+
+# [start lower_twice]
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+from executorch.exir import to_edge_transform_and_lower
+
+exported_program = torch.export.export(model, example_inputs)
+# doccheck: without-transform-passes reason="the baseline this recipe measures"
+without_passes = to_edge_transform_and_lower(
+    exported_program,
+    partitioner=[XnnpackPartitioner()],
+)
+with_passes = to_edge_transform_and_lower(
+    exported_program,
+    transform_passes=get_transform_passes(),
+    partitioner=[XnnpackPartitioner()],
+)
+# [end lower_twice]
+
+# %%
+# Compare what XNNPACK took
+# -------------------------
+# ``get_delegation_info`` gives the summary; its non-delegated count includes
+# the ``getitem`` nodes that unpack delegate results. ``delegate_calls`` counts
+# the ``executorch_call_delegate`` nodes (each is one call into XNNPACK at run
+# time) and ``ops_outside_delegates`` names the operators left to the
+# portable kernels (both from :mod:`xnnguide.delegation`).
+
+# [start compare_delegation]
+from executorch.devtools.backend_debug import get_delegation_info
+
+from xnnguide.delegation import delegate_calls, describe_ops, ops_outside_delegates
+
+summaries = {}
+for name, edge_program in [("without transform_passes", without_passes), ("with transform_passes", with_passes)]:
+    graph_module = edge_program.exported_program().graph_module
+    info = get_delegation_info(graph_module)
+    summaries[name] = {
+        "delegated nodes": info.num_delegated_nodes,
+        "non-delegated nodes": info.num_non_delegated_nodes,
+        "delegate calls": delegate_calls(graph_module),
+        "operators outside XNNPACK": ops_outside_delegates(graph_module),
+    }
+    print(f"--- {name}")
+    print(info.get_summary().strip())
+    print(f"executorch_call_delegate nodes: {summaries[name]['delegate calls']}")
+    print(f"left outside XNNPACK: {describe_ops(summaries[name]['operators outside XNNPACK'])}")
+# [end compare_delegation]
+
+# sphinx_gallery_start_ignore
+before, after = summaries["without transform_passes"], summaries["with transform_passes"]
+# What the passes must change on this model; removing transform_passes from
+# the second call above makes these fail.
+assert before["operators outside XNNPACK"]["expand_copy.default"] == 1, before
+assert "expand_copy.default" not in after["operators outside XNNPACK"], after
+assert sum(after["operators outside XNNPACK"].values()) < sum(before["operators outside XNNPACK"].values())
+assert after["delegate calls"] < before["delegate calls"], (before, after)
+assert after["non-delegated nodes"] < before["non-delegated nodes"]
+
+facts.record_table(
+    "noop_expand_comparison",
+    ["", "without transform_passes", "with transform_passes"],
+    [
+        [label, *(str(s[key]) if key != "operators outside XNNPACK" else describe_ops(s[key]) for s in (before, after))]
+        for label, key in [
+            ("Delegated nodes (get_delegation_info)", "delegated nodes"),
+            ("Non-delegated nodes (get_delegation_info)", "non-delegated nodes"),
+            ("executorch_call_delegate nodes", "delegate calls"),
+            ("Operators outside XNNPACK", "operators outside XNNPACK"),
+        ]
+    ],
+)
+facts.record("calls_without", before["delegate calls"])
+facts.record("calls_with", after["delegate calls"])
+facts.record("outside_without", describe_ops(before["operators outside XNNPACK"]))
+facts.record("outside_with", describe_ops(after["operators outside XNNPACK"]))
+# sphinx_gallery_end_ignore
+
+# %%
+# Both programs compute the same function
+# ---------------------------------------
+# Removing a copy that copies nothing must not change a single output. Both
+# ``.pte`` files run on the ExecuTorch runtime and are compared with eager
+# PyTorch and with each other. ``program`` objects are kept in variables:
+# a method must not outlive the program it was loaded from.
+
+# [start run_both]
+from executorch.runtime import Runtime
+
+runtime = Runtime.get()
+outputs = {}
+for name, edge_program in [("without", without_passes), ("with", with_passes)]:
+    path = f"gated_mlp_{name}_transform_passes.pte"
+    with open(path, "wb") as file:
+        file.write(edge_program.to_executorch().buffer)
+    program = runtime.load_program(path)
+    outputs[name] = program.load_method("forward").execute(list(example_inputs))[0]
+
+with torch.no_grad():
+    eager_output = model(*example_inputs)
+for name, output in outputs.items():
+    torch.testing.assert_close(output, eager_output, atol=1e-5, rtol=1e-5)
+torch.testing.assert_close(outputs["with"], outputs["without"], atol=1e-6, rtol=1e-6)
+print(f"max |with - without| = {(outputs['with'] - outputs['without']).abs().max().item():.1e}")
+print(f"max |with - eager|   = {(outputs['with'] - eager_output).abs().max().item():.1e}")
+# [end run_both]
+
+# sphinx_gallery_start_ignore
+assert eager_output.abs().max().item() > 0.05, "outputs too small for the tolerance to mean anything"
+facts.record("with_vs_without", (outputs["with"] - outputs["without"]).abs().max().item(),
+             f"{(outputs['with'] - outputs['without']).abs().max().item():.1e}")
+facts.record("with_vs_eager", (outputs["with"] - eager_output).abs().max().item(),
+             f"{(outputs['with'] - eager_output).abs().max().item():.1e}")
+# sphinx_gallery_end_ignore
+
+# %%
+# Where the passes change nothing
+# -------------------------------
+# Three more models, lowered both ways: a ViT-style class token
+# (``cls_token.expand(batch, -1, -1)`` exported with a batch of one, so again
+# a no-op), a real broadcast (``expand`` from 1 to 4 rows, which the pass must
+# keep), and a convolution followed by batch norm, which XNNPACK fuses
+# *inside* the delegate whether or not ``transform_passes`` is given.
+
+# [start more_models]
+class ClassToken(torch.nn.Module):
+    def __init__(self, dim: int = 16):
+        super().__init__()
+        self.patches = torch.nn.Conv2d(3, dim, kernel_size=4, stride=4)
+        self.cls_token = torch.nn.Parameter(torch.randn(1, 1, dim))
+        self.mix = torch.nn.Linear(dim, dim)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        tokens = self.patches(images).flatten(2).transpose(1, 2)
+        cls = self.cls_token.expand(images.shape[0], -1, -1)
+        return self.mix(torch.cat([cls, tokens], dim=1))
+
+
+class RealBroadcast(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.context = torch.nn.Linear(16, 16)
+        self.head = torch.nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        context = torch.tanh(self.context(x[:1]))  # one row, shared by the batch
+        return self.head(x * context.expand(x.shape[0], -1))
+
+
+class ConvBatchNorm(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.norm = torch.nn.BatchNorm2d(8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.norm(self.conv(x)))
+
+
+cases = {
+    "ViT-style class token (batch 1)": (ClassToken(), (torch.randn(1, 3, 16, 16),)),
+    "real broadcast (1 row to 4)": (RealBroadcast(), (torch.randn(4, 16),)),
+    "conv + batch norm": (ConvBatchNorm(), (torch.randn(1, 3, 16, 16),)),
+}
+rows = []
+for label, (case_model, case_inputs) in cases.items():
+    case_model.eval()
+    case_program = torch.export.export(case_model, case_inputs)
+    row = [label]
+    for passes in (None, get_transform_passes()):
+        lowered = to_edge_transform_and_lower(case_program, transform_passes=passes, partitioner=[XnnpackPartitioner()])
+        graph_module = lowered.exported_program().graph_module
+        row += [delegate_calls(graph_module), describe_ops(ops_outside_delegates(graph_module))]
+        case_pte = runtime.load_program(lowered.to_executorch().buffer)
+        case_output = case_pte.load_method("forward").execute(list(case_inputs))[0]
+        with torch.no_grad():
+            torch.testing.assert_close(case_output, case_model(*case_inputs), atol=1e-5, rtol=1e-5)
+    rows.append(row)
+    print(f"{label}: calls {row[1]} -> {row[3]}; outside: {row[2]} -> {row[4]}")
+# [end more_models]
+
+# sphinx_gallery_start_ignore
+by_label = {row[0]: row for row in rows}
+token = by_label["ViT-style class token (batch 1)"]
+assert "expand_copy.default" in token[2] and "expand_copy.default" not in token[4], token
+broadcast = by_label["real broadcast (1 row to 4)"]
+assert "expand_copy.default" in broadcast[2] and "expand_copy.default" in broadcast[4], broadcast
+conv_bn = by_label["conv + batch norm"]
+assert conv_bn[1:3] == conv_bn[3:5] and conv_bn[2] == "none", conv_bn
+facts.record_table(
+    "more_models",
+    ["Model", "Delegate calls without", "Outside XNNPACK without", "Delegate calls with", "Outside XNNPACK with"],
+    rows,
+)
+# sphinx_gallery_end_ignore

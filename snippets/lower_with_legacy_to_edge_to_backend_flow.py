@@ -1,0 +1,165 @@
+"""
+Lower with the older to_edge and to_backend flow
+================================================
+
+Before ``to_edge_transform_and_lower`` existed, a model reached XNNPACK in
+three explicit steps: ``to_edge`` (convert to the Edge dialect and decompose),
+``transform`` (run the XNNPACK transform passes) and ``to_backend`` (partition
+and delegate). The steps still work. This recipe runs both flows on two
+models and checks where they agree and where they do not.
+"""
+
+# %%
+# Two models
+# ----------
+# The first uses operators that survive ``to_edge``'s decompositions in a
+# form XNNPACK takes. The second adds max pooling and hard-swish, which
+# ``to_edge`` decomposes before the partitioner is asked; the newer flow asks
+# the partitioner first and keeps them whole.
+
+import torch
+import torch.nn.functional as F
+
+
+class ConvClassifier(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        features = torch.relu(self.conv(x)).mean(dim=(2, 3), keepdim=True)
+        return self.head(features.flatten(1))
+
+
+class PoolingClassifier(ConvClassifier):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        features = F.hardswish(F.max_pool2d(self.conv(x), 2)).mean(dim=(2, 3), keepdim=True)
+        return self.head(features.flatten(1))
+
+
+torch.manual_seed(0)
+example_inputs = (torch.randn(1, 3, 16, 16),)
+models = {"ConvClassifier": ConvClassifier().eval(), "PoolingClassifier": PoolingClassifier().eval()}
+
+# %%
+# The two flows
+# -------------
+# The legacy flow uses XNNPACK's Edge compile config and the same transform
+# passes. When the partitioner is called from ``to_backend`` it logs a
+# deprecation warning, captured here to show it.
+
+# [start both_flows]
+import logging
+
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+from executorch.backends.xnnpack.utils.configs import get_transform_passes, get_xnnpack_edge_compile_config
+from executorch.exir import to_edge, to_edge_transform_and_lower
+
+
+def lower_current(exported_program):
+    return to_edge_transform_and_lower(
+        exported_program, transform_passes=get_transform_passes(), partitioner=[XnnpackPartitioner()]
+    )
+
+
+def lower_legacy(exported_program):
+    edge = to_edge(exported_program, compile_config=get_xnnpack_edge_compile_config())
+    edge = edge.transform(get_transform_passes())
+    return edge.to_backend(XnnpackPartitioner())
+
+
+class KeepMessages(logging.Handler):
+    def __init__(self):
+        super().__init__(level=logging.WARNING)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage().strip())
+
+
+warnings_seen = KeepMessages()
+logging.getLogger("executorch.backends.xnnpack.partition.xnnpack_partitioner").addHandler(warnings_seen)
+# [end both_flows]
+
+# %%
+# Compare delegation and outputs
+# ------------------------------
+
+# [start compare_flows]
+from executorch.runtime import Runtime
+
+from xnnguide.delegation import delegate_calls, describe_ops, ops_inside_delegates, ops_outside_delegates
+
+runtime = Runtime.get()
+results = {}
+for model_name, model in models.items():
+    exported_program = torch.export.export(model, example_inputs)
+    with torch.no_grad():
+        eager_output = model(*example_inputs)
+    for flow, lower in [("to_edge_transform_and_lower", lower_current), ("to_edge + to_backend", lower_legacy)]:
+        edge_program = lower(exported_program)
+        # Read the graph before to_executorch(), which rewrites it in place.
+        graph_module = edge_program.exported_program().graph_module
+        result = {
+            "calls": delegate_calls(graph_module),
+            "outside": ops_outside_delegates(graph_module),
+            "inside": ops_inside_delegates(graph_module),
+        }
+        path = f"{model_name.lower()}_{'legacy' if 'backend' in flow else 'current'}.pte"
+        with open(path, "wb") as file:
+            file.write(edge_program.to_executorch().buffer)
+        program = runtime.load_program(path)
+        result["output"] = program.load_method("forward").execute(list(example_inputs))[0]
+        torch.testing.assert_close(result["output"], eager_output, atol=1e-5, rtol=1e-5)
+        results[model_name, flow] = result
+        print(f"{model_name:18s} {flow:28s} delegate calls: {results[model_name, flow]['calls']}, "
+              f"outside XNNPACK: {describe_ops(results[model_name, flow]['outside'])}")
+# [end compare_flows]
+
+# %%
+# Where the flows agree, and where they do not
+# --------------------------------------------
+# For ``ConvClassifier`` both flows give one delegate and leave nothing
+# outside, and both programs compute the same outputs. Inside the delegate
+# the graphs differ: ``to_edge`` has decomposed ``linear`` into
+# ``permute_copy`` and ``addmm``, which XNNPACK also takes.
+
+current, legacy = results["ConvClassifier", "to_edge_transform_and_lower"], results["ConvClassifier", "to_edge + to_backend"]
+assert current["calls"] == legacy["calls"] == 1
+assert current["outside"] == legacy["outside"] == {}
+torch.testing.assert_close(current["output"], legacy["output"], atol=1e-6, rtol=1e-6)
+print("inside, current:", describe_ops(current["inside"]))
+print("inside, legacy: ", describe_ops(legacy["inside"]))
+
+# %%
+# For ``PoolingClassifier`` the legacy flow leaves the decomposed max pooling
+# (``max_pool2d_with_indices``) and pieces of hard-swish outside XNNPACK;
+# the outputs still agree, but more of the program runs on portable kernels.
+
+current, legacy = results["PoolingClassifier", "to_edge_transform_and_lower"], results["PoolingClassifier", "to_edge + to_backend"]
+assert not current["outside"] and current["calls"] == 1
+assert "max_pool2d_with_indices.default" in legacy["outside"]
+torch.testing.assert_close(current["output"], legacy["output"], atol=1e-5, rtol=1e-5)
+print("outside, legacy:", describe_ops(legacy["outside"]))
+print("deprecation warning:", warnings_seen.messages[0])
+
+# sphinx_gallery_start_ignore
+from xnnguide import facts
+
+assert warnings_seen.messages and all("DEPRECATION" in m for m in warnings_seen.messages)
+facts.record("deprecation_warning", warnings_seen.messages[0], warnings_seen.messages[0])
+facts.record("deprecation_warning_count", len(warnings_seen.messages))
+facts.record_table(
+    "flows",
+    ["Model", "Flow", "Delegate calls", "Operators outside XNNPACK", "Operators inside XNNPACK"],
+    [[model_name, flow, r["calls"], describe_ops(r["outside"]), describe_ops(r["inside"])]
+     for (model_name, flow), r in results.items()],
+)
+conv_current = results["ConvClassifier", "to_edge_transform_and_lower"]["output"]
+conv_legacy = results["ConvClassifier", "to_edge + to_backend"]["output"]
+facts.record("conv_flows_difference", (conv_current - conv_legacy).abs().max().item(),
+             f"{(conv_current - conv_legacy).abs().max().item():.1e}")
+facts.record("pooling_legacy_outside", describe_ops(results["PoolingClassifier", "to_edge + to_backend"]["outside"]))
+facts.record("pooling_legacy_calls", results["PoolingClassifier", "to_edge + to_backend"]["calls"])
+# sphinx_gallery_end_ignore

@@ -1,0 +1,338 @@
+"""
+What each XnnpackPartitioner option does
+========================================
+
+``XnnpackPartitioner`` decides which parts of a graph XNNPACK runs. This
+recipe reads the options of the installed version from its signature, then
+lowers small fp32 models with each option changed and measures what changed:
+delegate calls, operators left outside XNNPACK, and whether the ``.pte``
+still runs and matches eager PyTorch. ``config_precisions`` needs a
+quantized model and has :doc:`its own recipe
+<measure_partitioner_config_precisions_int8>`.
+"""
+
+# %%
+# The options of the installed partitioner
+# ----------------------------------------
+# Its own parameters come from ``__init__``'s signature; any other keyword
+# argument is handed to every partitioner config, whose base class reads the
+# names listed after them.
+
+# [start partitioner_signature]
+import inspect
+import re
+
+from executorch.backends.xnnpack.partition.config.xnnpack_config import XNNPartitionerConfig
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+for name, parameter in inspect.signature(XnnpackPartitioner.__init__).parameters.items():
+    if parameter.kind is parameter.VAR_KEYWORD:
+        print(f"**{name}: passed on to every partitioner config")
+    elif name != "self":
+        print(f"{name}: default {parameter.default!r}")
+config_keywords = re.findall(r'kwargs\.get\(\s*"(\w+)",\s*([^)]+)\)', inspect.getsource(XNNPartitionerConfig.__init__))
+for name, default in config_keywords:
+    print(f"  read by every config: {name}: default {default.strip()}")
+# [end partitioner_signature]
+
+# sphinx_gallery_start_ignore
+from xnnguide import facts
+
+own = {n: p for n, p in inspect.signature(XnnpackPartitioner.__init__).parameters.items() if n != "self"}
+assert {"configs", "config_precisions", "per_op_mode", "verbose", "kwargs"} <= set(own), own
+assert dict(config_keywords).keys() >= {"force_non_static_weights_for_f32_linear", "enable_bf16"}, config_keywords
+option_rows = [
+    [name, "" if p.default is p.empty else repr(p.default), "XnnpackPartitioner.__init__"]
+    for name, p in own.items() if p.kind is not p.VAR_KEYWORD
+] + [[name, default.strip(), "XNNPartitionerConfig.__init__ (via **kwargs)"] for name, default in config_keywords]
+facts.record_table("options", ["Option", "Default", "Read by"], option_rows)
+facts.record("option_count", len(option_rows))
+# sphinx_gallery_end_ignore
+
+# %%
+# Ready-made subclasses
+# ---------------------
+# The module also defines subclasses that fix ``config_precisions``. Which
+# precisions each one enables is read from its configs after construction.
+
+# [start partitioner_subclasses]
+import executorch.backends.xnnpack.partition.xnnpack_partitioner as partitioner_module
+
+subclasses = {}
+for name, cls in vars(partitioner_module).items():
+    if inspect.isclass(cls) and issubclass(cls, XnnpackPartitioner) and cls is not XnnpackPartitioner:
+        instance = cls()
+        enabled = {p.name for c in instance.target_partitioner_configs.values() for p in c.enabled_precision_types}
+        subclasses[name] = sorted(enabled)
+        print(f"{name}: {', '.join(sorted(enabled))}")
+# [end partitioner_subclasses]
+
+# sphinx_gallery_start_ignore
+assert subclasses, "no XnnpackPartitioner subclasses found"
+facts.record_table("subclasses", ["Class", "Precisions its configs enable"],
+                   [[name, ", ".join(enabled)] for name, enabled in subclasses.items()])
+# sphinx_gallery_end_ignore
+
+# %%
+# A small model and a way to measure a lowering
+# ---------------------------------------------
+# ``lower_and_check`` lowers, reads the graph (before ``to_executorch``,
+# which rewrites it), runs the ``.pte`` and compares it with eager PyTorch.
+
+# [start options_model]
+import torch
+import torch.nn.functional as F
+from executorch.backends.xnnpack.utils.configs import get_transform_passes
+from executorch.exir import to_edge_transform_and_lower
+from executorch.runtime import Runtime
+
+from xnnguide.delegation import DELEGATE_CALL, delegate_calls, describe_ops, ops_outside_delegates
+
+
+class SmallConvNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.conv2 = torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.head = torch.nn.Linear(8 * 8 * 8, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.relu(self.conv1(x))
+        x = F.max_pool2d(torch.relu(self.conv2(x)), 2)
+        return self.head(x.flatten(1))
+
+
+runtime = Runtime.get()
+
+
+def lower_and_check(model, example_inputs, partitioner, path, atol=1e-5):
+    edge = to_edge_transform_and_lower(
+        torch.export.export(model, example_inputs),
+        transform_passes=get_transform_passes(),
+        partitioner=[partitioner],
+    )
+    graph_module = edge.exported_program().graph_module
+    calls = [n for n in graph_module.graph.nodes if getattr(n.target, "__name__", "") == DELEGATE_CALL]
+    measured = {
+        "delegate calls": delegate_calls(graph_module),
+        "outside": ops_outside_delegates(graph_module),
+        # Arguments of each delegate call after the first (the delegate itself).
+        "delegate inputs": [len(call.args) - 1 for call in calls],
+    }
+    with open(path, "wb") as file:
+        file.write(edge.to_executorch().buffer)
+    program = runtime.load_program(path)
+    output = program.load_method("forward").execute(list(example_inputs))[0]
+    with torch.no_grad():
+        expected = model(*example_inputs)
+    torch.testing.assert_close(output.float(), expected.float(), atol=atol, rtol=atol)
+    measured["max abs error"] = (output.float() - expected.float()).abs().max().item()
+    return measured
+
+
+torch.manual_seed(0)
+model = SmallConvNet().eval()
+example_inputs = (torch.randn(1, 3, 16, 16),)
+default = lower_and_check(model, example_inputs, XnnpackPartitioner(), "options_default.pte")
+print(f"default: {default['delegate calls']} delegate call(s), outside: {describe_ops(default['outside'])}")
+# [end options_model]
+
+# %%
+# ``per_op_mode``: one delegate per operator
+# ------------------------------------------
+# By default the partitioner merges neighbouring supported operators into
+# one delegate. With ``per_op_mode=True`` every match (an operator and the
+# nodes it needs, such as its weights) becomes its own delegate: more calls
+# into XNNPACK, each crossing back to the runtime.
+
+# [start per_op_mode]
+per_op = lower_and_check(model, example_inputs, XnnpackPartitioner(per_op_mode=True), "options_per_op.pte")
+print(f"per_op_mode=True: {per_op['delegate calls']} delegate calls "
+      f"(default: {default['delegate calls']}), outside: {describe_ops(per_op['outside'])}")
+# [end per_op_mode]
+
+# sphinx_gallery_start_ignore
+assert default["delegate calls"] == 1 and not default["outside"], default
+assert per_op["delegate calls"] > default["delegate calls"] and not per_op["outside"], per_op
+# sphinx_gallery_end_ignore
+
+# %%
+# ``configs``: which operators XNNPACK may take
+# ---------------------------------------------
+# ``configs`` replaces the full list (``ALL_PARTITIONER_CONFIGS``) with the
+# config classes given. Configs also tell ``to_edge_transform_and_lower``
+# which operators to keep whole: without ``LinearConfig`` and
+# ``MaxPool2dConfig``, ``linear`` is decomposed into ``permute_copy`` and
+# ``addmm``, and max pooling into ``max_pool2d_with_indices``, all left to
+# the portable kernels.
+
+# [start configs_option]
+from executorch.backends.xnnpack.partition.config import ALL_PARTITIONER_CONFIGS
+from executorch.backends.xnnpack.partition.config.gemm_configs import ConvolutionConfig
+from executorch.backends.xnnpack.partition.config.generic_node_configs import ReLUConfig
+
+print(f"{len(ALL_PARTITIONER_CONFIGS)} configs by default")
+only_conv_relu = lower_and_check(
+    model, example_inputs, XnnpackPartitioner(configs=[ConvolutionConfig, ReLUConfig]), "options_configs.pte"
+)
+print(f"configs=[ConvolutionConfig, ReLUConfig]: outside: {describe_ops(only_conv_relu['outside'])}")
+# [end configs_option]
+
+# sphinx_gallery_start_ignore
+assert {"addmm.default", "max_pool2d_with_indices.default"} <= set(only_conv_relu["outside"]), only_conv_relu
+assert "convolution.default" not in only_conv_relu["outside"]
+facts.record("all_configs_count", len(ALL_PARTITIONER_CONFIGS))
+# sphinx_gallery_end_ignore
+
+# %%
+# ``verbose``: one more log line, and a lasting change
+# ----------------------------------------------------
+# ``verbose=True`` sets the level of the partitioner module's logger to
+# ``DEBUG``. In this version the only message that logger then adds is the
+# one announcing it, and the level stays ``DEBUG`` for every partitioner
+# created later in the process. The reasons a config rejects a node are
+# logged at ``DEBUG`` by the *config* modules' loggers, which ``verbose``
+# does not touch; to see them, set those loggers' level yourself.
+
+# [start verbose_option]
+import logging
+
+
+class KeepRecords(logging.Handler):
+    def __init__(self):
+        super().__init__(level=logging.DEBUG)
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+partitioner_logger = logging.getLogger("executorch.backends.xnnpack.partition.xnnpack_partitioner")
+config_logger = logging.getLogger("executorch.backends.xnnpack.partition.config")
+kept = KeepRecords()
+partitioner_logger.addHandler(kept)
+config_logger.addHandler(kept)
+level_before = partitioner_logger.level
+
+verbose = lower_and_check(model, example_inputs, XnnpackPartitioner(verbose=True), "options_verbose.pte")
+level_after = partitioner_logger.level
+print(f"logger level before: {logging.getLevelName(level_before)}, after: {logging.getLevelName(level_after)}")
+verbose_messages = [f"{record.levelname} {record.name}: {record.getMessage()}" for record in kept.records]
+print("\n".join(verbose_messages))
+
+# Rejection reasons: lower a softmax over dim 0, which XNNPACK's config refuses.
+config_logger.setLevel(logging.DEBUG)
+kept.records.clear()
+rejected = lower_and_check(
+    torch.nn.Softmax(dim=0), (torch.randn(4, 8),), XnnpackPartitioner(), "options_rejected_softmax.pte"
+)
+reasons = [record.getMessage() for record in kept.records if "WhyNoPartition" in record.getMessage()]
+print(reasons[0])
+
+# Undo the lasting changes, so later lowering in this process is quiet again.
+partitioner_logger.setLevel(level_before)
+config_logger.setLevel(logging.NOTSET)
+partitioner_logger.removeHandler(kept)
+config_logger.removeHandler(kept)
+# [end verbose_option]
+
+# sphinx_gallery_start_ignore
+assert level_after == logging.DEBUG
+assert rejected["outside"] == {"_softmax.default": 1}, rejected
+assert reasons and "dim must be the last dim" in reasons[0], reasons
+assert verbose_messages == [
+    "DEBUG executorch.backends.xnnpack.partition.xnnpack_partitioner: Verbose logging enabled for XNNPACK partitioner."
+], verbose_messages
+facts.record("verbose_messages", len(verbose_messages))
+facts.record("verbose_message", verbose_messages[0])
+facts.record("verbose_level_after", logging.getLevelName(level_after))
+facts.record("verbose_level_before", logging.getLevelName(level_before))
+facts.record("why_no_partition", reasons[0])
+# sphinx_gallery_end_ignore
+
+# %%
+# ``force_non_static_weights_for_f32_linear``: weights as inputs
+# --------------------------------------------------------------
+# Any other keyword goes to every config. With this one, fp32 ``linear``
+# (and ``addmm``/``mm``) weights are not packed into the delegate: they stay
+# in the program and are passed to XNNPACK on every call, so the delegate
+# gets more inputs. That suits weights that change or are shared between
+# methods. In this version the convolution config reads the flag too and
+# leaves its *bias* outside, and XNNPACK then refuses to build the
+# convolution when the program loads: use the flag on models without
+# convolutions.
+
+# [start non_static_weights]
+mlp = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)).eval()
+mlp_inputs = (torch.randn(2, 16),)
+packed = lower_and_check(mlp, mlp_inputs, XnnpackPartitioner(), "options_mlp_packed.pte")
+as_inputs = lower_and_check(
+    mlp, mlp_inputs, XnnpackPartitioner(force_non_static_weights_for_f32_linear=True), "options_mlp_inputs.pte"
+)
+print(f"delegate inputs: default {packed['delegate inputs']}, with the flag {as_inputs['delegate inputs']}")
+
+conv = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU()).eval()
+try:
+    lower_and_check(
+        conv, (torch.randn(1, 3, 8, 8),), XnnpackPartitioner(force_non_static_weights_for_f32_linear=True),
+        "options_conv_inputs.pte",
+    )
+    conv_error = None
+except RuntimeError as error:
+    conv_error = str(error)
+print(f"convolution with the flag: {conv_error}")
+# [end non_static_weights]
+
+# sphinx_gallery_start_ignore
+assert packed["delegate inputs"] == [1], packed
+assert as_inputs["delegate inputs"] == [5], as_inputs  # input + 2 weights + 2 biases
+assert conv_error is not None and "load method" in conv_error.lower(), conv_error
+facts.record("mlp_inputs_default", packed["delegate inputs"][0])
+facts.record("mlp_inputs_flag", as_inputs["delegate inputs"][0])
+facts.record("conv_flag_error", conv_error)
+# sphinx_gallery_end_ignore
+
+# %%
+# ``enable_bf16``: bfloat16 linear layers
+# ---------------------------------------
+# Configs accept fp32 and fp16 tensors. ``enable_bf16=True`` adds bfloat16,
+# so a bf16 ``linear`` is delegated instead of running, decomposed, on the
+# portable kernels. The tolerance is bf16's: about two decimal digits.
+
+# [start enable_bf16]
+bf16_model = torch.nn.Sequential(torch.nn.Linear(16, 8)).to(torch.bfloat16).eval()
+bf16_inputs = (torch.randn(2, 16, dtype=torch.bfloat16),)
+bf16_default = lower_and_check(bf16_model, bf16_inputs, XnnpackPartitioner(), "options_bf16_default.pte", atol=2e-2)
+bf16_enabled = lower_and_check(
+    bf16_model, bf16_inputs, XnnpackPartitioner(enable_bf16=True), "options_bf16_enabled.pte", atol=2e-2
+)
+print(f"default:           {bf16_default['delegate calls']} delegate call(s), "
+      f"outside: {describe_ops(bf16_default['outside'])}")
+print(f"enable_bf16=True:  {bf16_enabled['delegate calls']} delegate call(s), "
+      f"outside: {describe_ops(bf16_enabled['outside'])}")
+# [end enable_bf16]
+
+# sphinx_gallery_start_ignore
+assert bf16_default["delegate calls"] == 0 and bf16_default["outside"], bf16_default
+assert bf16_enabled["delegate calls"] == 1 and not bf16_enabled["outside"], bf16_enabled
+measured = [
+    ("(defaults)", "SmallConvNet", default),
+    ("per_op_mode=True", "SmallConvNet", per_op),
+    ("configs=[ConvolutionConfig, ReLUConfig]", "SmallConvNet", only_conv_relu),
+    ("verbose=True", "SmallConvNet", verbose),
+    ("(defaults)", "3-layer MLP", packed),
+    ("force_non_static_weights_for_f32_linear=True", "3-layer MLP", as_inputs),
+    ("(defaults)", "bf16 Linear", bf16_default),
+    ("enable_bf16=True", "bf16 Linear", bf16_enabled),
+]
+facts.record_table(
+    "measured",
+    ["Option", "Model", "Delegate calls", "Inputs per delegate call", "Operators outside XNNPACK", "Max abs error vs eager"],
+    [[option, name, m["delegate calls"], ", ".join(map(str, m["delegate inputs"])) or "-",
+      describe_ops(m["outside"]), f"{m['max abs error']:.1e}"] for option, name, m in measured],
+)
+facts.record("per_op_calls", per_op["delegate calls"])
+facts.record("default_calls", default["delegate calls"])
+facts.record("configs_outside", describe_ops(only_conv_relu["outside"]))
+facts.record("bf16_default_outside", describe_ops(bf16_default["outside"]))
+# sphinx_gallery_end_ignore

@@ -1,0 +1,111 @@
+"""Unit tests of the operator probes: the verdicts, the table, and one real lowering."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from xnnguide import operator_probes as probes
+from xnnguide.operator_probes import Claim, DelegatedNode, Lowering, ProbeRun
+
+ADD_FP32 = Claim("add.Tensor", "AddConfig", probes.FP32)
+ADD_INT8 = Claim("add.Tensor", "AddConfig", probes.INT8)
+LINEAR_DYNAMIC = Claim("linear.default", "LinearConfig", probes.DYNAMIC_INT8)
+
+
+def test_claims_cover_every_installed_config_and_only_known_precisions():
+    from executorch.backends.xnnpack.partition.config import ALL_PARTITIONER_CONFIGS
+
+    found = probes.claims()
+    assert {claim.target for claim in found} == {config.target_name for config in ALL_PARTITIONER_CONFIGS}
+    assert {claim.precision for claim in found} <= set(probes.PRECISIONS)
+    assert len(found) == len(set(found)), "a claim is listed twice"
+
+
+def test_every_claim_of_this_executorch_has_a_probe():
+    # A new config in a later executorch fails here first; the table would
+    # show it as NO PROBE.
+    missing = [claim for claim in probes.claims() if probes.probe_for(claim) is None]
+    assert not missing, missing
+
+
+def test_an_operator_left_outside_is_not_delegated():
+    lowering = Lowering({"add.Tensor": 1}, ())
+    assert "left outside" in probes.delegation_problem(ADD_FP32, lowering)
+
+
+def test_a_probe_without_the_operator_is_not_delegated():
+    lowering = Lowering({}, (DelegatedNode("mul.Tensor", False, False),))
+    assert "no such node" in probes.delegation_problem(ADD_FP32, lowering)
+
+
+def test_int8_claims_need_quantized_data_around_the_operator():
+    fp32_inside = Lowering({}, (DelegatedNode("add.Tensor", False, False),))
+    assert probes.delegation_problem(ADD_FP32, fp32_inside) == ""
+    assert "not on int8 input" in probes.delegation_problem(ADD_INT8, fp32_inside)
+    unquantized_output = Lowering({}, (DelegatedNode("add.Tensor", True, False),))
+    assert "output is not quantized" in probes.delegation_problem(ADD_INT8, unquantized_output)
+    assert probes.delegation_problem(ADD_INT8, Lowering({}, (DelegatedNode("add.Tensor", True, True),))) == ""
+    # Dynamic quantization returns fp32: only the input must be dequantized.
+    dynamic = Lowering({}, (DelegatedNode("linear.default", True, False),))
+    assert probes.delegation_problem(LINEAR_DYNAMIC, dynamic) == ""
+
+
+def delegated_run(expected, actual, scale=None, error=""):
+    lowering = Lowering({}, (DelegatedNode("add.Tensor", True, True),))
+    return ProbeRun(lowering=lowering, expected=expected, actual=actual, scale=scale, error=error)
+
+
+def test_judge_verifies_within_tolerance_and_flags_the_rest():
+    expected = torch.ones(2, 3)
+    assert probes.judge(ADD_FP32, delegated_run(expected, expected + 1e-6)).verified
+    wrong = probes.judge(ADD_FP32, delegated_run(expected, expected + 0.1))
+    assert wrong.status == probes.MISMATCH and "> " in wrong.detail
+    nan = probes.judge(ADD_FP32, delegated_run(expected, expected * float("nan")))
+    assert nan.status == probes.MISMATCH
+    shape = probes.judge(ADD_FP32, delegated_run(expected, torch.ones(3, 2)))
+    assert shape.status == probes.MISMATCH and "shape" in shape.detail
+    failed = probes.judge(ADD_FP32, delegated_run(None, None, error="RuntimeError: boom"))
+    assert failed.status == probes.FAILED and "boom" in failed.cell()
+
+
+def test_int8_tolerance_is_one_quantization_step():
+    expected = torch.zeros(4)
+    assert probes.judge(ADD_INT8, delegated_run(expected, expected + 0.009, scale=0.01)).verified
+    assert not probes.judge(ADD_INT8, delegated_run(expected, expected + 0.02, scale=0.01)).verified
+
+
+def test_unknown_operator_is_reported_without_a_probe():
+    result = probes.run_probe(Claim("no_such_op.default", "NoConfig", probes.FP32), runtime=None)
+    assert result.status == probes.NO_PROBE
+
+
+def test_table_keeps_every_operator_and_flags_failures():
+    results = [
+        probes.ProbeResult(ADD_FP32, probes.VERIFIED, "", 0.0, 1e-4),
+        probes.ProbeResult(ADD_INT8, probes.NOT_DELEGATED, "1 node(s) left outside XNNPACK"),
+        probes.ProbeResult(LINEAR_DYNAMIC, probes.FAILED, "RuntimeError: x"),
+    ]
+    header, rows = probes.table(results)
+    assert header[2:5] == list(probes.PRECISIONS)
+    by_operator = {row[0]: row for row in rows}
+    assert by_operator["add.Tensor"][2].startswith("verified")
+    assert by_operator["add.Tensor"][3] == "NOT DELEGATED: 1 node(s) left outside XNNPACK"
+    assert by_operator["add.Tensor"][4] == probes.NOT_CLAIMED
+    assert by_operator["linear.default"][4].startswith("FAILED")
+    assert probes.counts(results) == {probes.VERIFIED: 1, probes.NOT_DELEGATED: 1, probes.FAILED: 1}
+
+
+@pytest.fixture(scope="module")
+def runtime():
+    from executorch.runtime import Runtime
+
+    return Runtime.get()
+
+
+def test_real_probes_pass_and_fail_as_they_should(runtime):
+    relu = Claim("relu.default", "ReLUConfig", probes.FP32)
+    assert probes.run_probe(relu, runtime).verified
+    softmax = Claim("_softmax.default", "SoftmaxConfig", probes.FP32)
+    rejected = probes.run_probe(softmax, runtime, build=lambda: (torch.nn.Softmax(dim=0), (torch.randn(4, 8),)))
+    assert rejected.status == probes.NOT_DELEGATED and "left outside" in rejected.detail

@@ -1,0 +1,128 @@
+"""The transform-pass, partitioner and operator pages show what the build measured."""
+
+from __future__ import annotations
+
+import html
+import inspect
+import re
+from html.parser import HTMLParser
+
+import pytest
+
+from conftest import DOCS, GALLERY
+from xnnguide import facts
+from xnnguide.sphinxext import records_dir
+
+pytestmark = pytest.mark.build
+
+
+def page_text(path):
+    return html.unescape(re.sub(r"<[^>]+>", "", path.read_text(encoding="utf-8")))
+
+
+def recorded(recipe):
+    found = facts.load(records_dir(GALLERY) / "facts" / f"{recipe}.json")
+    assert found, f"recipe {recipe} recorded no facts: did it run?"
+    return found
+
+
+class TableRows(HTMLParser):
+    """The cell texts of every table row of an HTML page."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows, self._row, self._cell = [], None, None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "tr":
+            self._row = []
+        elif tag in ("td", "th") and self._row is not None:
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self._row.append(" ".join("".join(self._cell).split()))
+            self._cell = None
+        elif tag == "tr" and self._row is not None:
+            self.rows.append(self._row)
+            self._row = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def table_rows(path):
+    parser = TableRows()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser.rows
+
+
+def test_operator_page_lists_every_claimed_operator_with_a_status(built_site):
+    from xnnguide import operator_probes as probes
+
+    rows = {row[0]: row for row in table_rows(built_site / "reference" / "operators.html") if len(row) >= 5}
+    statuses = (probes.VERIFIED, probes.NOT_DELEGATED, probes.FAILED, probes.MISMATCH, probes.NO_PROBE)
+    column = {precision: 2 + i for i, precision in enumerate(probes.PRECISIONS)}
+    for claim in probes.claims():  # read from the installed executorch now, not from the build
+        assert claim.target in rows, f"operators page has no row for {claim.target}"
+        cell = rows[claim.target][column[claim.precision]]
+        assert cell.startswith(statuses), f"{claim.target} [{claim.precision}] has no status: {cell!r}"
+    # Precisions a config does not claim say so, instead of an empty cell.
+    claimed = {(c.target, c.precision) for c in probes.claims()}
+    for target in {c.target for c in probes.claims()}:
+        for precision, index in column.items():
+            if (target, precision) not in claimed:
+                assert rows[target][index] == probes.NOT_CLAIMED, (target, precision, rows[target][index])
+
+
+def test_operator_page_counts_match_the_table(built_site):
+    found = recorded("verify_operator_support")
+    cells = [cell for row in found["support"]["rows"] for cell in row[2:5]]
+    verified = sum(cell.startswith("verified") for cell in cells)
+    flagged = sum(cell.split(":")[0] in ("NOT DELEGATED", "FAILED", "WRONG OUTPUT", "NO PROBE") for cell in cells)
+    assert verified == found["verified"]["value"]
+    assert flagged == found["failed"]["value"]
+    assert verified + flagged == found["claims"]["value"]
+    text = page_text(built_site / "reference" / "operators.html")
+    for key in ("verified", "failed", "claims", "operators"):
+        assert f"{found[key]['display']}" in text
+
+
+def test_transform_pass_page_lists_the_installed_passes(built_site):
+    from executorch.backends.xnnpack.utils.configs import get_transform_passes
+
+    text = page_text(built_site / "explanation" / "why_transform_passes.html")
+    for transform in get_transform_passes():
+        assert type(transform).__name__ in text, f"page does not list {type(transform).__name__}"
+    # The shared paragraph is included, once.
+    shared = (DOCS / "_shared" / "why_transform_passes.md").read_text(encoding="utf-8")
+    first_sentence = " ".join(shared.split(":class: tip")[1].split(".")[0].replace("`", "").split())
+    assert " ".join(text.split()).count(first_sentence) == 1, first_sentence
+
+
+def test_with_and_without_passes_measured_a_difference(built_site):
+    found = recorded("compare_lowering_with_and_without_transform_passes")
+    assert found["calls_with"]["value"] < found["calls_without"]["value"]
+    assert "expand_copy" in found["outside_without"]["display"]
+    assert found["outside_with"]["display"] == "none"
+    text = page_text(built_site / "explanation" / "why_transform_passes.html")
+    for row in found["noop_expand_comparison"]["rows"]:
+        assert all(cell in text for cell in row), f"comparison row missing from the page: {row}"
+
+
+def test_partitioner_page_covers_every_option_of_the_installed_partitioner(built_site):
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+    raw = (built_site / "reference" / "partitioner.html").read_text(encoding="utf-8")
+    headings = [page_text_of(h) for h in re.findall(r"<h2[^>]*>(.*?)</h2>", raw, re.S)]
+    own = [name for name, p in inspect.signature(XnnpackPartitioner.__init__).parameters.items()
+           if name != "self" and p.kind is not p.VAR_KEYWORD]
+    recorded_options = [row[0] for row in recorded("measure_partitioner_options")["options"]["rows"]]
+    assert set(own) <= set(recorded_options), (own, recorded_options)
+    for option in recorded_options:
+        assert any(option in heading for heading in headings), f"partitioner page has no section for {option}"
+
+
+def page_text_of(fragment):
+    return html.unescape(re.sub(r"<[^>]+>", "", fragment))
