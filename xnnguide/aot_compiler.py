@@ -1,0 +1,621 @@
+"""Compile a PyTorch model to an XNNPACK ``.pte`` file in one command.
+
+``python -m xnnguide.aot_compiler --model mv2 -o out/`` runs the flow every
+page of the guide teaches: ``torch.export``, optional quantization (the
+schemes of :mod:`xnnguide.quantization`), ``to_edge_transform_and_lower``
+with the XNNPACK transform passes and partitioner, and serialization. With
+``--test-after-export`` it then loads the file on the ExecuTorch runtime and
+compares its output with eager PyTorch.
+
+Exit status: 0 on success; 1 when ``--test-after-export`` finds the program
+over tolerance or unable to run, or on an unexpected internal error; 2 for
+bad input (unknown model, unreadable factory, a model ``torch.export``
+rejects, an unwritable output, conflicting options). Errors are one line on
+stderr; ``--traceback`` adds the Python traceback behind them. Files are
+written to a temporary name in the output directory and renamed into place,
+so a failure never leaves half a ``.pte`` behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import logging
+import os
+import sys
+import sysconfig
+import tempfile
+import textwrap
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+from xnnguide import model_zoo
+from xnnguide.quantization import SCHEMES
+
+PROG = "python -m xnnguide.aot_compiler"
+NAME = "aot_compiler"
+
+# Schemes whose activation ranges are frozen from calibration inputs.
+STATIC_SCHEMES = ("int8-static", "int8-static-per-tensor")
+DEFAULT_CALIBRATION_SAMPLES = 8
+
+# Default tolerances of --test-after-export, as (atol, rtol).
+# fp32: XNNPACK may reorder sums, so results agree closely, not bitwise.
+FP32_TOLERANCE = (1e-4, 1e-4)
+# Quantized programs are compared with the same quantized model in eager
+# PyTorch, which simulates integers with floats; XNNPACK computes in
+# integers, so values near a rounding boundary land a step apart, and the
+# steps add up over the layers of a deep, untrained network. As in the
+# Quantization guide's MobileNet V2 recipe, the bound is a share of the
+# largest fp32 output, with no relative term.
+QUANTIZED_TOLERANCE_SHARE = 0.35
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad input; reported as one line, exit status 2."""
+
+
+class CheckFailed(Exception):
+    """--test-after-export failed; reported as one line, exit status 1."""
+
+
+# -- command line ----------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        # argparse would print the whole usage first; one line is enough.
+        raise UsageError(f"{message} (see --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser; ``--help`` describes every option."""
+    def listing(entries: dict[str, str]) -> str:
+        # The epilog is preformatted (RawDescriptionHelpFormatter), so wrap it here.
+        width = max(len(name) for name in entries) + 4
+        return "\n".join(
+            textwrap.fill(text, 79, initial_indent=f"  {name:<{width - 2}}", subsequent_indent=" " * width)
+            for name, text in entries.items()
+        )
+
+    models = listing({m.name: m.description for m in model_zoo.MODELS.values()})
+    schemes = listing(SCHEMES)
+    parser = _Parser(
+        prog=PROG,
+        description="Export a PyTorch model, optionally quantize it, lower it to XNNPACK\n"
+        "and write a .pte file.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"models:\n{models}\n\nquantization schemes:\n{schemes}\n\n"
+        "exit status: 0 success, 1 test failed or internal error, 2 bad input",
+    )
+    parser.add_argument(
+        "-m", "--model", required=True, metavar="NAME|FILE.py:FACTORY",
+        help="a model listed below, or a Python file and the function in it "
+        "that returns (model, example_inputs)",
+    )
+    parser.add_argument(
+        "-o", "--output-dir", default=Path("."), type=Path, metavar="DIR",
+        help="where to write <model>_xnnpack_<scheme>.pte; created if missing "
+        "(default: the current directory)",
+    )
+    parser.add_argument(
+        "-q", "--quantize", default="none", choices=["none", *SCHEMES], metavar="SCHEME",
+        help="none (fp32, the default) or a scheme listed below",
+    )
+    parser.add_argument(
+        "--calibration-samples", type=int, metavar="N",
+        help="inputs to calibrate static schemes with: the example inputs, then "
+        f"random inputs like them (default: {DEFAULT_CALIBRATION_SAMPLES})",
+    )
+    parser.add_argument(
+        "--no-transform-passes", dest="transform_passes", action="store_false",
+        help="skip the XNNPACK transform passes, to see what they change",
+    )
+    parser.add_argument(
+        "--test-after-export", action="store_true",
+        help="run the .pte on the ExecuTorch runtime and compare it with eager PyTorch",
+    )
+    parser.add_argument(
+        "--atol", type=float,
+        help=f"absolute tolerance of the test (default: {FP32_TOLERANCE[0]:g} for fp32; "
+        f"{QUANTIZED_TOLERANCE_SHARE:g} x the largest fp32 output when quantized)",
+    )
+    parser.add_argument(
+        "--rtol", type=float,
+        help=f"relative tolerance of the test (default: {FP32_TOLERANCE[1]:g} for fp32; "
+        "0 when quantized)",
+    )
+    parser.add_argument(
+        "--etrecord", type=Path, metavar="PATH",
+        help="also write an ETRecord, for the ExecuTorch devtools' Inspector",
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="store_true",
+        help="show the XNNPACK partitioner's debug log and the libraries' own messages",
+    )
+    parser.add_argument(
+        "--traceback", action="store_true",
+        help="on error, print the Python traceback before the one-line message",
+    )
+    return parser
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """Reject option combinations that cannot mean what the user wants, before any work."""
+    if args.calibration_samples is not None:
+        if args.quantize not in STATIC_SCHEMES:
+            raise UsageError(
+                f"--calibration-samples applies to {' and '.join(STATIC_SCHEMES)}; "
+                f"--quantize {args.quantize} calibrates nothing"
+            )
+        if args.calibration_samples < 1:
+            raise UsageError(f"--calibration-samples must be at least 1, not {args.calibration_samples}")
+    try:
+        model_zoo.check(args.model)
+    except model_zoo.ModelError as error:
+        raise UsageError(str(error)) from error
+    for option in ("atol", "rtol"):
+        value = getattr(args, option)
+        if value is None:
+            continue
+        if not args.test_after_export:
+            raise UsageError(f"--{option} sets the tolerance of --test-after-export, which was not given")
+        if not value >= 0:  # also rejects nan
+            raise UsageError(f"--{option} must be zero or positive, not {value:g}")
+
+
+# -- output files -------------------------------------------------------------------
+
+
+def _prove_writable(directory: Path, what: str) -> None:
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"cannot write {what} to {directory}: Not a directory")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as error:
+        raise UsageError(f"cannot write {what} to {directory}: {error.strerror}") from error
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Create the output directory and prove the outputs writable, before any slow step."""
+    _prove_writable(args.output_dir, "the .pte")
+    if args.etrecord is not None:
+        if args.etrecord.is_dir():
+            raise UsageError(f"--etrecord {args.etrecord} is a directory; give a file name")
+        _prove_writable(args.etrecord.parent, "the ETRecord")
+
+
+def write_atomically(path: Path, write: Callable[[Any], None]) -> None:
+    """Call ``write(file)`` on a temporary file next to *path*, then rename it to *path*.
+
+    The rename is atomic within a file system: readers see the old file or
+    the complete new one, and a failure or Ctrl-C part-way leaves neither a
+    partial file nor the temporary one.
+    """
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            write(file)
+        # mkstemp creates a private file (0600); give it the usual permissions.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+
+
+# -- progress and quiet --------------------------------------------------------------
+
+
+class Progress:
+    """Numbered step lines: a step's name as it starts, its time when it ends."""
+
+    def __init__(self, total: int, verbose: bool) -> None:
+        self.total = total
+        self.number = 0
+        self.verbose = verbose
+        self.open_line = False
+
+    @contextlib.contextmanager
+    def step(self, label: str) -> Iterator[None]:
+        self.number += 1
+        # With --verbose, libraries log during the step: end the line first.
+        print(f"[{self.number}/{self.total}] {label:<36}", end="\n" if self.verbose else "", flush=True)
+        self.open_line = not self.verbose
+        start = time.perf_counter()
+        try:
+            yield
+        except BaseException:
+            if self.open_line:  # end the interrupted line, so the error starts its own
+                print(flush=True)
+                self.open_line = False
+            raise
+        self.open_line = False
+        elapsed = time.perf_counter() - start
+        print(f"{'      done in' if self.verbose else ''}{elapsed:6.1f} s", flush=True)
+
+
+@contextlib.contextmanager
+def _python_stderr_silenced(enabled: bool) -> Iterator[None]:
+    if not enabled:
+        yield
+        return
+    with contextlib.redirect_stderr(io.StringIO()):
+        yield
+
+
+@contextlib.contextmanager
+def _runtime_log_silenced(enabled: bool) -> Iterator[None]:
+    """Hide what the ExecuTorch runtime's C++ code logs to stderr.
+
+    Its CPU probing logs lines such as ``Failed to open midr file`` that
+    describe the host, not the program. The Python bindings forward C++
+    stderr to ``sys.stderr``; whatever goes straight to file descriptor 2
+    is caught by pointing the descriptor at a scratch file.
+    """
+    if not enabled:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with tempfile.TemporaryFile() as sink, contextlib.redirect_stderr(io.StringIO()):
+            os.dup2(sink.fileno(), 2)
+            try:
+                yield
+            finally:
+                os.dup2(saved, 2)
+    finally:
+        os.close(saved)
+
+
+@contextlib.contextmanager
+def _quiet_imports() -> Iterator[None]:
+    # Importing torchao (executorch does) logs a deprecation notice about
+    # torch's pytree registry; it says nothing about the user's model.
+    logger = logging.getLogger("torch.utils._pytree")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+# -- errors from torch.export ---------------------------------------------------------
+
+
+def _first_line(error: BaseException) -> str:
+    for line in str(error).splitlines():
+        if line.strip():
+            return " ".join(line.split())
+    return type(error).__name__
+
+
+def _model_frame(error: BaseException) -> traceback.FrameSummary | None:
+    """The innermost traceback frame in the model's own code, if any.
+
+    Frames in installed libraries (torch, the standard library) and in this
+    module are skipped; what remains is the model's line that export could
+    not capture.
+    """
+    paths = sysconfig.get_paths()
+    libraries = tuple({paths["stdlib"], paths["purelib"], paths["platlib"]})
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        for frame in reversed(traceback.extract_tb(current.__traceback__)):
+            name = frame.filename
+            if not (name.startswith("<") or name == __file__ or name.startswith(libraries)):
+                return frame
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def export_error_message(error: BaseException) -> str:
+    """One line: where in the model export failed, and torch's reason."""
+    where = ""
+    frame = _model_frame(error)
+    if frame is not None:
+        path = Path(frame.filename)
+        shown = os.path.relpath(path) if path.is_relative_to(Path.cwd()) else frame.filename
+        code = f' "{frame.line.strip()}"' if frame.line else ""
+        where = f" at {shown}:{frame.lineno}, in {frame.name}:{code}"
+    return f"torch.export cannot capture the model{where}; {type(error).__name__}: {_first_line(error)}"
+
+
+# -- the compiler -----------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    """What :func:`compile_model` produced; the command line prints it."""
+
+    pte_path: Path
+    pte_size: int
+    delegated_subgraphs: int
+    delegated_nodes: int
+    non_delegated_nodes: int
+    max_abs_error: float | None = None
+    max_abs_error_fp32: float | None = None
+
+
+def _flatten(outputs: Any) -> list[Any]:
+    import torch.utils._pytree as pytree
+
+    return pytree.tree_leaves(outputs)
+
+
+def _export(model: Any, example_inputs: tuple[Any, ...], verbose: bool) -> Any:
+    import torch
+
+    try:
+        # A failed capture prints its partial graph to stderr; the one-line
+        # error says where the model failed instead.
+        with _python_stderr_silenced(not verbose):
+            return torch.export.export(model, example_inputs)
+    except Exception as error:
+        raise UsageError(export_error_message(error)) from error
+
+
+def _calibration(args: argparse.Namespace, example_inputs: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    if args.quantize in STATIC_SCHEMES:
+        count = args.calibration_samples or DEFAULT_CALIBRATION_SAMPLES
+        return model_zoo.calibration_inputs(example_inputs, count)
+    if args.quantize == "int8-dynamic":
+        # Activation scales come at run time, but the weight observers record
+        # the weights only during a forward pass: one pass is needed.
+        return [example_inputs]
+    return []  # 8da4w quantizes weights directly, without running the model
+
+
+def _quantize(args: argparse.Namespace, model: Any, example_inputs: tuple[Any, ...],
+              calibration: list[tuple[Any, ...]]) -> Any:
+    import torch
+
+    from xnnguide.quantization import quantize
+
+    try:
+        with torch.no_grad():
+            return quantize(model, example_inputs, args.quantize, calibration)
+    except Exception as error:
+        raise UsageError(
+            f"quantizing with {args.quantize} failed: {type(error).__name__}: {_first_line(error)}"
+        ) from error
+
+
+def _lower(args: argparse.Namespace, exported: Any) -> Any:
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.backends.xnnpack.utils.configs import get_transform_passes
+    from executorch.exir import to_edge_transform_and_lower
+
+    try:
+        return to_edge_transform_and_lower(
+            exported,
+            transform_passes=get_transform_passes() if args.transform_passes else None,
+            partitioner=[XnnpackPartitioner(verbose=args.verbose)],
+            generate_etrecord=args.etrecord is not None,
+        )
+    except Exception as error:
+        raise UsageError(f"lowering to XNNPACK failed: {type(error).__name__}: {_first_line(error)}") from error
+
+
+def _serialize(args: argparse.Namespace, edge: Any, pte_path: Path) -> None:
+    from executorch.exir import ExecutorchBackendConfig
+
+    # 8da4w leaves quantized embeddings outside XNNPACK, as torchao's
+    # dequantize_affine feeding an embedding. ExecuTorch has no kernel for
+    # that pair; quant fusion rewrites it into its own embedding_4bit.
+    config = ExecutorchBackendConfig(do_quant_fusion_and_const_prop=args.quantize == "8da4w")
+    program = edge.to_executorch(config)
+    write_atomically(pte_path, program.write_to_file)
+    if args.etrecord is not None:
+        write_atomically(args.etrecord, program.get_etrecord().save)
+
+
+def delegation_table(info: Any) -> list[str]:
+    """Lines of a table: each operator's nodes inside XNNPACK and left to portable kernels."""
+    rows = sorted(info.delegation_by_operator.values(), key=lambda row: row.op_type)
+    width = max([len("operator"), *(len(row.op_type) for row in rows)])
+    lines = [f"  {'operator':<{width}}  {'XNNPACK':>8}  {'portable':>8}"]
+    lines += [f"  {row.op_type:<{width}}  {row.delegated:>8}  {row.non_delegated:>8}" for row in rows]
+    lines.append(f"  {'total':<{width}}  {info.num_delegated_nodes:>8}  {info.num_non_delegated_nodes:>8}")
+    return lines
+
+
+def compile_model(args: argparse.Namespace) -> Result:
+    """Run the whole flow for parsed, checked *args*, printing as it goes."""
+    check_outputs(args)
+    with _quiet_imports():
+        import torch
+        from executorch.devtools.backend_debug import get_delegation_info
+
+        # Imported here, where their import-time notices are silenced.
+        import executorch.backends.xnnpack.partition.xnnpack_partitioner  # noqa: F401
+        import executorch.exir  # noqa: F401
+
+    scheme = args.quantize
+    quantized = scheme != "none"
+    label = scheme if quantized else "fp32"
+    known = model_zoo.MODELS.get(args.model)
+    print(f"Compiling {args.model}" + (f": {known.description}" if known else ""))
+    print(f"  quantization {label}, XNNPACK transform passes {'on' if args.transform_passes else 'off'}")
+    progress = Progress(4 + quantized + args.test_after_export, args.verbose)
+
+    with progress.step("build the model"):
+        try:
+            name, model, example_inputs = model_zoo.load(args.model)
+        except model_zoo.ModelError as error:
+            raise UsageError(str(error)) from error
+    pte_path = args.output_dir / f"{name}_xnnpack_{label}.pte"
+
+    # Export first, whatever the scheme: a model torch.export rejects is
+    # reported with the line it failed on before any time goes to calibration.
+    with progress.step("export (torch.export)"):
+        exported = _export(model, example_inputs, args.verbose)
+
+    reference, fp32_outputs = model, None
+    if quantized:
+        if args.test_after_export:
+            # 8da4w changes the model in place: keep the fp32 answer first.
+            with torch.no_grad():
+                fp32_outputs = _flatten(model(*example_inputs))
+        calibration = _calibration(args, example_inputs)
+        samples = f" ({len(calibration)} calibration samples)" if scheme in STATIC_SCHEMES else ""
+        with progress.step(f"quantize{samples}"):
+            reference = _quantize(args, model, example_inputs, calibration)
+            exported = _export(reference, example_inputs, args.verbose)
+
+    with progress.step("lower to XNNPACK"):
+        edge = _lower(args, exported)
+    # Counted before to_executorch(), which adds memory-planning nodes to the graph.
+    info = get_delegation_info(edge.exported_program().graph_module)
+
+    with progress.step("serialize"):
+        _serialize(args, edge, pte_path)
+
+    result = Result(pte_path, pte_path.stat().st_size, info.num_delegated_subgraphs,
+                    info.num_delegated_nodes, info.num_non_delegated_nodes)
+    subgraphs = info.num_delegated_subgraphs
+    print(f"\nDelegation ({'with' if args.transform_passes else 'without'} transform passes): "
+          f"{subgraphs} XNNPACK subgraph{'' if subgraphs == 1 else 's'}")
+    print("\n".join(delegation_table(info)))
+    print(f"\nWrote {pte_path} ({result.pte_size:,} bytes)")
+    if args.etrecord is not None:
+        print(f"Wrote {args.etrecord} ({args.etrecord.stat().st_size:,} bytes)")
+
+    if args.test_after_export:
+        print()
+        with progress.step("run on the ExecuTorch runtime"):
+            actual = _run_pte(pte_path, example_inputs, args.verbose)
+        with torch.no_grad():
+            expected = _flatten(reference(*example_inputs))
+        _check(args, result, actual, expected, fp32_outputs, label)
+    return result
+
+
+def _run_pte(pte_path: Path, example_inputs: tuple[Any, ...], verbose: bool) -> list[Any]:
+    from executorch.runtime import Runtime
+
+    try:
+        with _runtime_log_silenced(not verbose):
+            runtime = Runtime.get()
+            # Registers ExecuTorch's quantized kernels (8da4w's embedding_4bit)
+            # with the runtime loaded just above.
+            import executorch.kernels.quantized  # noqa: F401
+
+            # The method lives in the program: keep both referenced while it runs.
+            program = runtime.load_program(pte_path)
+            method = program.load_method("forward")
+            return _flatten(method.execute(list(example_inputs)))
+    except Exception as error:
+        raise CheckFailed(f"the ExecuTorch runtime cannot run {pte_path}: {_first_line(error)}") from error
+
+
+def _max_abs_error(actual: Sequence[Any], expected: Sequence[Any]) -> float:
+    if len(actual) != len(expected):
+        raise CheckFailed(f"the .pte returned {len(actual)} outputs, eager PyTorch {len(expected)}")
+    error = 0.0
+    for got, want in zip(actual, expected):
+        if tuple(got.shape) != tuple(want.shape):
+            raise CheckFailed(f"the .pte returned shape {tuple(got.shape)}, eager PyTorch {tuple(want.shape)}")
+        if want.numel():
+            error = max(error, (got.double() - want.double()).abs().max().item())
+    return error
+
+
+def _largest(outputs: Sequence[Any]) -> float:
+    return max((t.double().abs().max().item() for t in outputs if t.numel()), default=0.0)
+
+
+def _check(args: argparse.Namespace, result: Result, actual: list[Any], expected: list[Any],
+           fp32_outputs: list[Any] | None, label: str) -> None:
+    """Compare the .pte's outputs with eager PyTorch; raise CheckFailed over tolerance."""
+    import torch
+
+    if fp32_outputs is None:
+        atol, rtol = FP32_TOLERANCE
+        reference = "eager fp32"
+    else:
+        atol, rtol = QUANTIZED_TOLERANCE_SHARE * _largest(fp32_outputs), 0.0
+        reference = f"the {label} model in eager PyTorch"
+    atol = atol if args.atol is None else args.atol
+    rtol = rtol if args.rtol is None else args.rtol
+
+    result.max_abs_error = _max_abs_error(actual, expected)
+    passed = all(
+        bool(torch.all((got.double() - want.double()).abs() <= atol + rtol * want.double().abs()))
+        for got, want in zip(actual, expected)
+    )
+    print(f"  max abs error {result.max_abs_error:.1e} against {reference} "
+          f"(largest output {_largest(expected):.2f}; atol {atol:.1e}, rtol {rtol:.1e}): "
+          f"{'passed' if passed else 'FAILED'}")
+    if fp32_outputs is not None:
+        result.max_abs_error_fp32 = _max_abs_error(actual, fp32_outputs)
+        print(f"  max abs error {result.max_abs_error_fp32:.1e} against eager fp32: "
+              "what quantization costs, not checked")
+    if not passed:
+        raise CheckFailed(
+            f"the .pte differs from {reference} by up to {result.max_abs_error:.1e}, over "
+            f"atol {atol:.1e} + rtol {rtol:.1e}; {result.pte_path} is kept for inspection"
+        )
+
+
+# -- entry point --------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the compiler on *argv* (default: ``sys.argv[1:]``); return the exit status."""
+    args = None
+    partitioner_log = logging.getLogger("executorch.backends.xnnpack.partition.xnnpack_partitioner")
+    level = partitioner_log.level
+    try:
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as exit_:  # --help
+            return int(exit_.code or 0)
+        check_options(args)
+        compile_model(args)
+    except UsageError as error:
+        return _report(error, args, EXIT_USAGE)
+    except CheckFailed as error:
+        return _report(error, args, EXIT_FAILED)
+    except KeyboardInterrupt:
+        print(f"{NAME}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:
+        message = f"internal error: {type(error).__name__}: {_first_line(error)}"
+        if args is None or not args.traceback:
+            message += " (--traceback shows where)"
+        return _report(Exception(message), args, EXIT_FAILED, cause=error)
+    finally:
+        # --verbose raises the partitioner's log level for the whole process;
+        # put it back for whoever calls main() next.
+        partitioner_log.setLevel(level)
+    return EXIT_OK
+
+
+def _report(error: BaseException, args: argparse.Namespace | None, status: int,
+            cause: BaseException | None = None) -> int:
+    sys.stdout.flush()
+    if args is not None and args.traceback:
+        shown = cause or error.__cause__ or error
+        traceback.print_exception(shown, file=sys.stderr)
+    print(f"{NAME}: error: {error}", file=sys.stderr)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
