@@ -68,8 +68,10 @@ def test_parallel_recipes_run_in_workers_with_their_hooks(built_copy):
     # the Sphinx process; tiny_alpha runs in a worker, whose hook still opened
     # its facts file and wrote its run record.
     assert run_record(built_copy, "tiny_beta")["pid"] == summary["pid"]
+    assert run_record(built_copy, "tiny_beta")["worker"] is False
     if summary["parallel"]:
         assert pids["tiny_alpha"] != summary["pid"], "tiny_alpha did not run in a worker process"
+        assert run_record(built_copy, "tiny_alpha")["worker"] is True
         facts = (records(built_copy) / "facts" / "tiny_alpha.json").read_text()
         # joblib gives each worker its share of the cores for OpenMP, which torch obeys.
         share = max(1, (os.cpu_count() or 1) // summary["parallel"])

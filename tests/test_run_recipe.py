@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from conftest import ROOT
+from xnnguide.sphinxext import DEFAULT_BUDGET_SECONDS
 
 
 def run(recipe, cwd=ROOT) -> subprocess.CompletedProcess[str]:
@@ -51,3 +52,8 @@ def test_a_missing_file_is_a_one_line_error(tmp_path):
     result = run(str(tmp_path / "nope.py"))
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "no such recipe file" in result.stderr
+
+
+def test_the_contributing_page_states_the_default_budget():
+    text = (ROOT / "docs" / "contributing.md").read_text()
+    assert f"time budget of {DEFAULT_BUDGET_SECONDS:g} s" in text, "docs/contributing.md: default budget out of date"

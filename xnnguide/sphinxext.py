@@ -128,6 +128,11 @@ def budget_seconds(source: str | os.PathLike[str], default: float = DEFAULT_BUDG
     return float(found[0]) if found else float(default)
 
 
+def _in_worker() -> bool:
+    """Whether this is a worker process of a build, not the Sphinx process."""
+    return os.environ.get(_BUILD_PID, str(os.getpid())) != str(os.getpid())
+
+
 def _limit_threads(gallery_conf: dict[str, Any], source: Path) -> None:
     """Keep recipes that run side by side from oversubscribing the cores.
 
@@ -137,13 +142,13 @@ def _limit_threads(gallery_conf: dict[str, Any], source: Path) -> None:
     workers, which a fresh ``import torch`` obeys; a worker that imported
     torch for an earlier recipe is set here. ExecuTorch's pool ignores that
     variable and defaults to every core, so for a recipe that imports
-    executorch it is sized here, before the recipe loads any program (a
-    loaded XNNPACK program keeps the pool it was loaded with). In the Sphinx
-    process, where recipes run alone, both get every core.
+    executorch it is sized here, before the recipe loads any program: a
+    loaded XNNPACK program may still use the pool that a reset replaces. In
+    the Sphinx process, where recipes run alone, both get every core.
     """
     cores = os.cpu_count() or 1
     jobs = int(gallery_conf.get("parallel") or 1)
-    in_worker = os.environ.get(_BUILD_PID, str(os.getpid())) != str(os.getpid())
+    in_worker = _in_worker()
     threads = max(1, cores // jobs) if in_worker else cores
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(threads)
@@ -190,6 +195,8 @@ def recipe_hook(gallery_conf: dict[str, Any], fname: str | None, when: str) -> N
         "seconds": round(time.perf_counter() - _started.pop(name, time.perf_counter()), 3),
         "build_id": os.environ.get(_BUILD_ID),
         "pid": os.getpid(),
+        # Whether a worker process of a parallel build ran it, beside others.
+        "worker": _in_worker(),
         "finished": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
         "environment": environment.describe(),
     }
