@@ -11,6 +11,8 @@ SPHINX    := $(BIN)/sphinx-build -c . -d $(BUILDDIR)/doctrees -b html docs $(HTM
 # The test build runs without a network: any download attempt fails it.
 OFFLINE   ?= unshare -rn
 PYTEST_ARGS ?=
+# What the drift checker (python -m xnnguide.doccheck) reads.
+DOCCHECK_PATHS := README.md docs snippets
 # The checkout's own xnnguide comes first, also in recipe worker processes.
 export PYTHONPATH := $(CURDIR)
 # The environment is keyed by the content of the files that define it, not by
@@ -19,7 +21,7 @@ ENV_KEY   := $(shell cat requirements.txt pyproject.toml | sha256sum | cut -c1-1
 ENV_STAMP := $(VENV)/.installed-$(ENV_KEY)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv html test check recipe bench serve clean distclean
+.PHONY: help venv html browser linkcheck test check recipe bench serve clean distclean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -39,15 +41,35 @@ $(ENV_STAMP):
 html: venv ## build the site into _build/html, running every changed recipe
 	$(SPHINX) -n --keep-going
 
-test: venv ## everything CI checks: offline strict build, then the test suite
+# The browser tests drive Debian's Chromium; install it (as root, with apt)
+# when it is missing. This is the one step that uses the network, and it
+# runs before the offline build.
+browser: ## install Chromium for the browser tests when it is missing
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo ">> installing Chromium for the browser tests"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "error: Chromium is missing; run as root or: sudo apt-get install -y chromium" >&2; exit 2; fi; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
+
+linkcheck: venv ## check links between pages offline; external URLs are listed, not fetched
+	$(OFFLINE) $(BIN)/sphinx-build -c . -d $(BUILDDIR)/doctrees -b linkcheck -q docs $(BUILDDIR)/linkcheck
+	@echo ">> no broken links; $$(grep -c '"status": "ignored"' $(BUILDDIR)/linkcheck/output.json)" \
+	  "external URL(s) listed, not fetched, in $(BUILDDIR)/linkcheck/output.json"
+
+test: venv browser ## everything CI checks: offline strict build, the test suite, link check
 	@status=0; \
 	echo ">> offline, strict build (-W -n, network disabled by '$(OFFLINE)')"; \
 	$(OFFLINE) $(SPHINX) -E -n -W --keep-going || status=$$?; \
-	echo ">> test suite"; \
+	echo ">> drift checks against this build"; \
+	$(BIN)/python -m xnnguide.doccheck --build $(DOCCHECK_PATHS) || status=1; \
+	echo ">> test suite (browser tests save screenshots in $(BUILDDIR)/screenshots/)"; \
 	$(BIN)/python -m pytest $(PYTEST_ARGS) || status=1; \
+	echo ">> link check"; \
+	$(MAKE) --no-print-directory linkcheck VENV=$(VENV) || status=1; \
 	exit $$status
 
 check: venv ## fast static checks; runs no recipe
+	$(BIN)/python -m xnnguide.doccheck $(DOCCHECK_PATHS)
 	$(BIN)/python -m pytest -m "not build" $(PYTEST_ARGS)
 
 recipe: venv ## run one recipe alone, no site build: make recipe R=snippets/<name>.py

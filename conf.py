@@ -26,6 +26,8 @@ extensions = [
     "sphinx_design",
     "sphinx_gallery.gen_gallery",
     "xnnguide.sphinxext",
+    "xnnguide.doccheck.sphinxext",  # the execution-ledger directive (docs/reference/execution_ledger.md)
+    "xnnguide.sitenav",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
@@ -79,22 +81,44 @@ sphinx_gallery_conf = {
 # -- HTML ----------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
 html_title = "XNNPACK lowering guide"
-html_static_path = []
+# Paths below are relative to this file's folder (Sphinx gets -c .).
+templates_path = ["docs/_templates"]
+html_static_path = ["docs/_static"]
+html_css_files = ["xnnguide.css"]
+# A favicon of our own: without one the browser asks for /favicon.ico and gets a 404.
+html_favicon = "docs/_static/favicon.svg"
+# Light or dark from the reader's system; pydata otherwise logs a console
+# error on a reader's first visit, when no mode is stored yet.
+html_context = {"default_mode": "auto"}
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
     "navbar_align": "left",
+    # The header shows the sections of docs/index.md, not a flat list of pages.
+    "navbar_center": ["navbar-sections"],
     "header_links_before_dropdown": 8,
     "secondary_sidebar_items": ["page-toc"],
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }
+# Every page shows the whole site under its section captions.
+html_sidebars = {"**": ["sidebar-sections"]}
 html_show_sourcelink = False
 
-# Copy buttons leave out prompts and output markers.
+# Copy buttons copy commands only: prompts ($, >>>, ...) are stripped and
+# output lines dropped, both by the highlighter's classes (.gp prompt,
+# .go output) and by the prompt pattern for blocks it does not mark.
+# sphinx-gallery's output blocks get no copy button at all.
+copybutton_selector = ":not(.sphx-glr-script-out) > div.highlight pre"
+copybutton_exclude = ".linenos, .gp, .go"
 copybutton_prompt_text = r">>> |\.\.\. |\$ "
 copybutton_prompt_is_regexp = True
-copybutton_only_copy_prompt_lines = False
+copybutton_only_copy_prompt_lines = True
+
+# `make linkcheck` checks links between pages and files; external URLs are
+# listed in _build/linkcheck/output.json as ignored, never fetched. Links
+# and anchors in the built HTML are checked by tests/test_site_files.py.
+linkcheck_ignore = [r"https?://"]
 
 autodoc_typehints = "description"
 autodoc_member_order = "bysource"

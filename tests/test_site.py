@@ -11,13 +11,14 @@ from conftest import GALLERY, SNIPPETS
 from xnnguide import facts
 from xnnguide.sphinxext import records_dir
 
-pytestmark = pytest.mark.build
+
 
 
 def page_text(path):
     return html.unescape(re.sub(r"<[^>]+>", "", path.read_text(encoding="utf-8")))
 
 
+@pytest.mark.build
 def test_overview_shows_every_figure_as_measured(built_site):
     recorded = facts.load(records_dir(GALLERY) / "facts" / "lower_mobilenet_v2_fp32.json")
     assert recorded, "the MobileNet V2 recipe recorded no facts"
@@ -28,6 +29,7 @@ def test_overview_shows_every_figure_as_measured(built_site):
         assert all(cell in text for cell in row), f"latency row missing from overview: {row}"
 
 
+@pytest.mark.build
 def test_overview_and_every_gallery_page_carry_a_stamp(built_site):
     pages = [built_site / "overview.html"] + [
         built_site / "gallery" / f"{source.stem}.html" for source in SNIPPETS.glob("*.py")
@@ -39,6 +41,7 @@ def test_overview_and_every_gallery_page_carry_a_stamp(built_site):
         assert match, f"{page.name} has no verified stamp"
 
 
+@pytest.mark.build
 def test_overview_code_is_the_recipe_code(built_site):
     # The walkthrough's code blocks are literal includes of the recipe.
     text = page_text(built_site / "overview.html")
@@ -46,3 +49,23 @@ def test_overview_code_is_the_recipe_code(built_site):
     lowering = source.split("# [start lower]\n")[1].split("# [end lower]")[0]
     for line in lowering.strip().splitlines():
         assert line.strip() in text, f"overview lacks recipe line: {line!r}"
+
+
+FACT_REFERENCE = re.compile(r"\{fact\}`([A-Za-z0-9_]+)/|```\{fact-table\}\s+([A-Za-z0-9_]+)/")
+STAMP = re.compile(r"```\{verified-stamp\}\s+([A-Za-z0-9_]+)")
+
+
+def test_every_page_quoting_a_recipe_carries_its_stamp():
+    # Static: a page that shows figures from a recipe says when and with
+    # what that recipe was verified.
+    from conftest import DOCS
+
+    missing = []
+    for page in sorted(DOCS.rglob("*.md")):
+        if "gallery" in page.relative_to(DOCS).parts:
+            continue
+        text = page.read_text(encoding="utf-8")
+        quoted = {a or b for a, b in FACT_REFERENCE.findall(text)}
+        stamped = set(STAMP.findall(text))
+        missing += [f"{page.relative_to(DOCS)}: quotes {name} without a verified-stamp" for name in quoted - stamped]
+    assert not missing, "\n".join(missing)

@@ -373,7 +373,10 @@ def _start_build(app: Sphinx) -> None:
     gallery = Path(app.srcdir) / app.config.xnnguide_gallery_dir
     folder = records_dir(gallery)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "executions.log").write_text("", encoding="utf-8")
+    if app.builder.name == "html":
+        # Other builders (linkcheck) run after the HTML build in `make test`;
+        # the log must keep describing the HTML build the tests read.
+        (folder / "executions.log").write_text("", encoding="utf-8")
     for source in sorted((Path(app.confdir) / "snippets").glob("*.py")):
         reason = stale_reason(gallery, source)
         checksum = gallery / f"{source.name}.md5"
@@ -459,8 +462,9 @@ def _finish_build(app: Sphinx) -> None:
         "gallery_seconds": round(time.perf_counter() - started, 3),
         "parallel": gallery_conf.get("parallel"),
     }
-    path = records_dir(gallery) / "build.json"
-    path.write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    if app.builder.name == "html":  # like the executions log, it describes the HTML build
+        path = records_dir(gallery) / "build.json"
+        path.write_text(json.dumps(summary, indent=2), encoding="utf-8")
 
 
 def setup(app: Sphinx) -> dict[str, Any]:

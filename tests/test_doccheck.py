@@ -1,0 +1,301 @@
+"""The drift checker: each rule on a tree with exactly its defect and on a clean twin,
+our own README, pages and recipes, a foreign tree, and the command line.
+
+Fixture trees live in ``tests/fixtures/doccheck/<case>/{defect,clean}``; the
+case's ``EXPECTED`` file gives the mode (static, run, build) and every finding
+the defect must produce, as ``path:line: rule``. Nothing else may fire, and
+the clean twin must produce nothing at all.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import GALLERY, ROOT
+from xnnguide.doccheck import Options, check
+from xnnguide.doccheck.checker import ALL_RULES, STATIC_RULES, ledger_path
+from xnnguide.doccheck.cli import write_ledger
+
+FIXTURES = ROOT / "tests" / "fixtures" / "doccheck"
+CASES = sorted(p.name for p in FIXTURES.iterdir() if (p / "EXPECTED").is_file())
+FINDING = re.compile(r"^(?P<path>[^:\s]+):(?P<line>\d+): (?P<rule>[a-z-]+): .+ — .+$")
+OUR_TREE = [ROOT / "README.md", ROOT / "docs", ROOT / "snippets"]
+
+
+def expected(case: str) -> tuple[str, set[str]]:
+    lines = (FIXTURES / case / "EXPECTED").read_text().splitlines()
+    mode = lines[0].removeprefix("# mode:").strip()
+    return mode, {line.strip() for line in lines[1:] if line.strip()}
+
+
+def write_records(tree: Path, status: str) -> None:
+    """What a build leaves for the recipe of the build-mode case: passed, or failed at line 7."""
+    from xnnguide.sphinxext import dependency_key
+
+    recipe = tree / "snippets" / "recipe.py"
+    runs = tree / "docs" / "gallery" / "_records" / "runs"
+    runs.mkdir(parents=True)
+    error = None
+    if status == "failed":
+        error = (f'Traceback (most recent call last):\n  File "{recipe}", line 7, in <module>\n'
+                 "    assert total == 6\nAssertionError\n")
+    record = {"recipe": "recipe", "source": str(recipe), "status": status, "error": error, "seconds": 0.1,
+              "finished": "2026-01-01T00:00:00+00:00", "dependency_key": dependency_key(recipe)}
+    (runs / "recipe.json").write_text(json.dumps(record))
+    (runs.parent / "executions.log").write_text("recipe\t1\t2026-01-01T00:00:00\n")
+
+
+def run_case(tree: Path, mode: str, monkeypatch) -> set[str]:
+    monkeypatch.chdir(tree)
+    options = Options([Path(".")], root=Path("."))
+    if mode == "run":
+        options.run, options.rules = True, STATIC_RULES | {"run"}
+    if mode == "build":
+        write_records(tree, (tree / "RECORD").read_text().strip())
+        # What the build's execution-ledger directive does, then what `make test` checks.
+        ledger = check(Options([Path(".")], root=Path("."), run=True, rules=frozenset({"fate", "run"})))
+        write_ledger(ledger, ledger_path(Path("docs/gallery")))
+        options.build, options.rules = True, ALL_RULES
+    report = check(options)
+    for finding in report.findings:
+        assert FINDING.match(str(finding)), f"badly formatted finding: {finding}"
+    return {f"{f.path}:{f.line}: {f.rule}" for f in report.findings}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_rule_fires_on_its_defect_at_the_right_line(case, tmp_path, monkeypatch):
+    mode, want = expected(case)
+    assert want, f"{case}/EXPECTED lists no finding"
+    tree = tmp_path / "defect"
+    shutil.copytree(FIXTURES / case / "defect", tree)
+    assert run_case(tree, mode, monkeypatch) == want
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_rule_is_silent_on_the_clean_twin(case, tmp_path, monkeypatch):
+    mode, _ = expected(case)
+    tree = tmp_path / "clean"
+    shutil.copytree(FIXTURES / case / "clean", tree)
+    assert run_case(tree, mode, monkeypatch) == set()
+
+
+def test_every_rule_has_a_fixture():
+    covered = {rule for case in CASES for rule in (line.split(": ")[1] for line in expected(case)[1])}
+    assert {"fate", "run", "transform-passes", "api", "duplicate", "includes", "ledger", "recipe", "links",
+            "toctree"} <= covered
+
+
+# ------------------------------------------------------------------ our tree
+
+def test_our_readme_pages_and_recipes_pass_the_static_rules():
+    report = check(Options(OUR_TREE, root=ROOT))
+    assert not report.findings, "\n" + "\n".join(map(str, report.findings))
+    # It really read them: every Python block of the README and pages has a fate.
+    assert report.ledger and all(entry["fate"] for entry in report.ledger)
+    assert any(entry["fate"] == "copy" and entry["path"] == "README.md" for entry in report.ledger)
+
+
+@pytest.mark.build
+def test_the_last_build_accounted_for_every_block(built_site):
+    """Rule 6: the build's ledger covers every block, and every recipe passed in its current form."""
+    report = check(Options(OUR_TREE, root=ROOT, build=True, rules=ALL_RULES))
+    assert not report.findings, "\n" + "\n".join(map(str, report.findings))
+    published = json.loads(ledger_path(GALLERY).read_text())
+    python = [e for e in published["entries"] if e["fate"] != "other"]
+    assert python and all(entry["ok"] for entry in python)
+    assert (built_site / "reference" / "execution_ledger.html").is_file()
+
+
+# ------------------------------------------------------------------ a tree that is not ours
+
+FOREIGN = FIXTURES / "foreign"
+
+
+def test_a_foreign_tree_is_read_without_crashing(monkeypatch):
+    monkeypatch.chdir(FOREIGN)
+    report = check(Options([Path(".")], root=Path("."), run=True, rules=ALL_RULES))
+    found = {f"{f.path}:{f.line}: {f.rule}" for f in report.findings}
+    # A sample of what a reader of that tree should be told.
+    assert "docs/guide/deep/nested.md:61: syntax" in found  # the fence that is never closed
+    assert "docs/broken.rst:13: includes" in found  # literalinclude of a missing file
+    assert "docs/broken.rst:33: fate" in found  # a not-run marker above a paragraph
+    assert "docs/guide/usage.rst:12: run" in found  # its own package is not installed here
+    languages = {entry["language"] for entry in report.ledger}
+    assert {"bash", "yaml", "json", "cpp", "c++", "mermaid", "console", "pycon"} <= languages
+    # Code nested in tabs, lists, quotes and admonitions is found, on the right lines.
+    lines = {(entry["path"], entry["line"]) for entry in report.ledger if entry["language"] == "python"}
+    assert {("docs/guide/deep/nested.md", 5), ("docs/guide/deep/nested.md", 19),
+            ("docs/guide/usage.rst", 8)} <= lines
+
+
+def test_mangled_versions_of_the_foreign_tree_do_not_crash_the_readers(tmp_path):
+    """Truncate, drop and swap lines of every page at random: a finding is fine, a crash is not."""
+    from xnnguide.doccheck import markdown, rst
+
+    rng = random.Random(6)
+    for page in sorted(FOREIGN.rglob("*")):
+        if page.suffix not in (".md", ".rst"):
+            continue
+        lines = page.read_text().splitlines()
+        for _ in range(6):
+            mangled = list(lines)
+            action = rng.choice(["truncate", "drop", "swap", "indent"])
+            if action == "truncate":
+                mangled = mangled[: rng.randrange(len(mangled) + 1)]
+            elif action == "drop" and mangled:
+                del mangled[rng.randrange(len(mangled))]
+            elif action == "swap" and len(mangled) > 1:
+                i, j = rng.randrange(len(mangled)), rng.randrange(len(mangled))
+                mangled[i], mangled[j] = mangled[j], mangled[i]
+            elif mangled:
+                i = rng.randrange(len(mangled))
+                mangled[i] = " " * rng.randrange(1, 6) + mangled[i]
+            text = "\n".join(mangled)
+            reader = rst.read if page.suffix == ".rst" else markdown.read
+            document = reader(page, text)
+            for block in document.blocks:
+                assert 1 <= block.line <= max(len(mangled), 1), (page, action, block)
+
+
+# ------------------------------------------------------------------ command line
+
+def cli(*args, cwd=ROOT, monkeypatch=None, capsys=None):
+    """Run the command line in this process; returns (status, stdout, stderr)."""
+    from xnnguide.doccheck.cli import main
+
+    monkeypatch.chdir(cwd)
+    try:
+        status = main([str(a) for a in args])
+    except SystemExit as exit:  # argparse's usage errors
+        status = exit.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_python_dash_m_runs_the_checker():
+    done = subprocess.run([sys.executable, "-m", "xnnguide.doccheck", "README.md", "docs", "snippets"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "finding(s)" in done.stderr and not done.stdout
+
+
+def test_cli_exit_status_and_output_format(tmp_path, monkeypatch, capsys):
+    run = lambda *args, cwd=ROOT: cli(*args, cwd=cwd, monkeypatch=monkeypatch, capsys=capsys)  # noqa: E731
+    status, out, err = run("README.md", "docs", "snippets")
+    assert status == 0, out + err
+    assert "not-run marker(s)" in err
+    status, out, err = run(".", cwd=FIXTURES / "r2-to-backend-without-transform" / "defect")
+    assert status == 1
+    assert out.splitlines() and all(FINDING.match(line) for line in out.splitlines())
+    status, out, err = run(tmp_path / "absent")
+    assert status == 2 and "no such file" in err and not out
+    bad = tmp_path / "bad.md"
+    bad.write_bytes(b"# Title\n\n\xff\xfe not UTF-8\n")
+    status, out, err = run(bad)
+    assert status == 2 and "not UTF-8" in err and not out
+    status, out, err = run("--rules", "9", "docs")
+    assert status == 2 and "unknown rule" in err
+
+
+def test_not_run_markers_are_counted_and_reported(tmp_path, monkeypatch, capsys):
+    page = tmp_path / "page.md"
+    page.write_text("# Page\n\n<!-- doccheck: not-run reason=\"needs a phone on USB\" -->\n"
+                    "```python\nimport android\n```\n\n% doccheck: not-run reason=needs a GPU\n"
+                    "```python\nimport cuda_thing\n```\n")
+    monkeypatch.chdir(tmp_path)
+    report = check(Options([Path("page.md")], root=Path(".")))
+    assert not report.findings
+    assert [(e["line"], e["detail"]) for e in report.not_run] == [(4, "not run: needs a phone on USB"),
+                                                                  (9, "not run: needs a GPU")]
+    status, out, err = cli(page, cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 0 and "2 not-run marker(s)" in err and "needs a GPU" in err
+
+
+# ------------------------------------------------------------------ rule 2 details
+
+LOWERING_VARIANTS = {
+    # name: (code, number of findings)
+    "alias import and a passes variable": ("""
+from executorch.exir import to_edge_transform_and_lower as lower
+from executorch.backends.xnnpack.utils.configs import get_transform_passes
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+passes = get_transform_passes()
+edge = lower(program, passes, [XnnpackPartitioner()])
+""", 0),
+    "extra passes added to the XNNPACK ones": ("""
+edge = to_edge_transform_and_lower(program, transform_passes=[*get_transform_passes(), MyPass()],
+                                   partitioner=[XnnpackPartitioner()])
+""", 0),
+    "another backend's partitioner": ("""
+from executorch.backends.apple.coreml.partition import CoreMLPartitioner
+edge = to_edge_transform_and_lower(program, partitioner=[CoreMLPartitioner()])
+""", 0),
+    "passes that are not XNNPACK's": ("""
+edge = to_edge_transform_and_lower(program, transform_passes=[MyPass()], partitioner=[XnnpackPartitioner()])
+""", 1),
+    "arguments from a mapping it can read": ("""
+options = {"partitioner": [XnnpackPartitioner()]}
+edge = to_edge_transform_and_lower(program, **options)
+""", 1),
+    "arguments from a mapping it cannot read": ("""
+edge = to_edge_transform_and_lower(program, **make_options())
+""", 1),
+    "chained transform then to_backend": ("""
+edge = to_edge(program).transform(get_transform_passes()).to_backend(XnnpackPartitioner())
+""", 0),
+    "chained to_backend without transform": ("""
+edge = to_edge(program).to_backend(XnnpackPartitioner())
+""", 1),
+    "transform result thrown away": ("""
+edge = to_edge(program)
+edge.transform(get_transform_passes())
+lowered = edge.to_backend(XnnpackPartitioner())
+""", 1),
+    "function form of to_backend": ("""
+from executorch.exir.backend.backend_api import to_backend
+edge = to_edge(program)
+lowered = to_backend(edge.exported_program(), XnnpackPartitioner())
+""", 1),
+    "to_backend with another partitioner": ("""
+edge = to_edge(program).to_backend(VulkanPartitioner())
+""", 0),
+    "no partitioner: nothing is delegated": ("""
+portable = to_edge_transform_and_lower(program)
+""", 0),
+    "passes chosen in a loop over get_transform_passes lists": ("""
+alone = get_transform_passes()
+mine = get_transform_passes(additional_passes=[MyPass()])
+for name, passes in [("alone", alone), ("mine", mine)]:
+    edge = to_edge_transform_and_lower(program, transform_passes=passes, partitioner=[XnnpackPartitioner()])
+""", 0),
+    "a loop over passes that are not XNNPACK's": ("""
+for passes in ([MyPass()], [OtherPass()]):
+    edge = to_edge_transform_and_lower(program, transform_passes=passes, partitioner=[XnnpackPartitioner()])
+""", 1),
+    "a deliberate baseline, exempted with a reason": ("""
+# doccheck: without-transform-passes reason="the baseline the page compares against"
+baseline = to_edge_transform_and_lower(program, partitioner=[XnnpackPartitioner()])
+""", 0),
+    "an exemption without a reason": ("""
+baseline = to_edge_transform_and_lower(program, partitioner=[XnnpackPartitioner()])  # doccheck: without-transform-passes
+""", 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOWERING_VARIANTS))
+def test_transform_passes_rule_reads_the_code_not_its_text(name, tmp_path, monkeypatch):
+    code, count = LOWERING_VARIANTS[name]
+    (tmp_path / "lower.py").write_text(code)
+    monkeypatch.chdir(tmp_path)
+    report = check(Options([Path("lower.py")], root=Path("."), rules=frozenset({"transform-passes"})))
+    assert len(report.findings) == count, report.findings
+    if "exempted with a reason" in name:
+        assert report.exemptions == [("lower.py", 3, "the baseline the page compares against")]
