@@ -18,7 +18,6 @@ doing.
 # Latency says as much about the CPU as about the program, so the build reads
 # the processor model and the number of logical cores before measuring.
 
-# [start bench_machine]
 import os
 
 from xnnguide import environment
@@ -26,7 +25,6 @@ from xnnguide import environment
 machine = environment.describe()
 cores = os.cpu_count() or 1
 print(f"CPU: {machine['cpu']}, {machine['cores']} logical cores ({machine['machine']})")
-# [end bench_machine]
 
 # sphinx_gallery_start_ignore
 from xnnguide import facts
@@ -50,7 +48,6 @@ facts.record("cores", machine["cores"])
 # comparisons below mean something. Latency does not depend on the weights'
 # values, only on the operators and shapes.
 
-# [start bench_models]
 import torch
 import torchvision
 
@@ -62,7 +59,6 @@ models = {
     "ResNet-18": calibrate_batchnorm(torchvision.models.resnet18(weights=None)),
 }
 example_inputs = (torch.randn(1, 3, 224, 224),)
-# [end bench_models]
 
 # %%
 # Three programs per model
@@ -79,7 +75,6 @@ example_inputs = (torch.randn(1, 3, 224, 224),)
 #   int8 activations calibrated on sample inputs, per-channel int8 weights),
 #   then is exported and lowered to XNNPACK like the fp32 model.
 
-# [start bench_lower]
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 from executorch.backends.xnnpack.utils.configs import get_transform_passes
 from executorch.exir import to_edge_transform_and_lower
@@ -103,7 +98,7 @@ calibration_inputs = [(torch.randn(1, 3, 224, 224),) for _ in range(4)]
 programs = {}  # (model name, program name) -> .pte path
 quantized_models = {}  # model name -> the int8 model in eager PyTorch, as a reference
 for name, model in models.items():
-    stem = name.lower().replace(" ", "_").replace("-", "")
+    stem = "benchmark_" + name.lower().replace(" ", "_").replace("-", "")
     exported = torch.export.export(model, example_inputs)
     programs[name, "portable"] = write_pte(exported, f"{stem}_portable.pte", xnnpack=False)
     programs[name, "XNNPACK fp32"] = write_pte(exported, f"{stem}_xnnpack_fp32.pte", xnnpack=True)
@@ -113,7 +108,6 @@ for name, model in models.items():
 
 for (name, program), path in programs.items():
     print(f"{name:>12} {program:<13} {os.path.getsize(path) / 1e6:6.1f} MB  {path}")
-# [end bench_lower]
 
 # %%
 # Check the programs before timing them
@@ -129,7 +123,6 @@ for (name, program), path in programs.items():
 # code gives the distances this build measured, and the distance from the
 # fp32 model: what quantization costs.
 
-# [start bench_check]
 from executorch.runtime import Runtime
 
 runtime = Runtime.get()
@@ -155,7 +148,6 @@ with torch.no_grad():
                           f"{(output_int8 - eager).abs().max():.3f}", f"{eager.abs().max():.2f}"])
         print("{}: int8 .pte vs int8 eager: max |diff| {}, cosine {}; vs fp32 eager: max |diff| {}; "
               "largest fp32 output {}".format(*int8_rows[-1]))
-# [end bench_check]
 
 # sphinx_gallery_start_ignore
 # The tolerances mean something only if the outputs are not vanishingly small.
@@ -191,7 +183,6 @@ facts.record_table(
 # fairest and least disturbed by other work on the machine, and then with two
 # threads where the machine has them.
 
-# [start bench_threads]
 from executorch.extension.pybindings.portable_lib import _threadpool_get_thread_count, _unsafe_reset_threadpool
 
 
@@ -203,7 +194,6 @@ def use_threads(threads):
 thread_counts = [1, 2] if cores >= 2 else [1]
 default_threads = (torch.get_num_threads(), _threadpool_get_thread_count())
 print(f"default threads: PyTorch {default_threads[0]}, ExecuTorch pool {default_threads[1]}")
-# [end bench_threads]
 
 # %%
 # Time every program
@@ -214,7 +204,6 @@ print(f"default threads: PyTorch {default_threads[0]}, ExecuTorch pool {default_
 # and three timed calls, with one thread only: few calls, but each is long
 # enough that timer noise does not matter.
 
-# [start bench_time]
 from xnnguide.measure import time_calls
 
 RUNS = {"eager": 15, "portable": 3, "XNNPACK fp32": 20, "XNNPACK int8": 20}
@@ -247,7 +236,6 @@ def speedup(name, program, threads):
 for (name, program, threads), timing in timings.items():
     print(f"{name:>12} {program:<13} {threads} thread(s): {timing}   "
           f"{speedup(name, program, threads):5.2f}x eager")
-# [end bench_time]
 
 # sphinx_gallery_start_ignore
 expected = {(name, program, threads) for name in models for program in RUNS for threads in thread_counts
@@ -265,7 +253,6 @@ assert _threadpool_get_thread_count() == default_threads[1], "the thread pool wa
 # logarithmic axis (the portable kernels are far below 1x); on the right,
 # latency against thread count.
 
-# [start bench_chart]
 import matplotlib.pyplot as plt
 
 figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
@@ -296,7 +283,6 @@ right.set_title("Thread count")
 right.legend(fontsize=7)
 figure.suptitle(f"Measured on {machine['cpu']} ({machine['cores']} logical cores)", fontsize=9)
 plt.show()
-# [end bench_chart]
 
 # sphinx_gallery_start_ignore
 rows = []
