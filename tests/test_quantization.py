@@ -54,6 +54,21 @@ def test_static_schemes_refuse_to_run_without_calibration_data(scheme):
         quantize(model, inputs, scheme)
 
 
+def test_dynamic_quantization_without_calibration_still_observes_the_weights():
+    # Weight observers fill only during a forward pass; an empty one gives a
+    # one-element "per-channel" scale that XNNPACK lowering rejects.
+    model, inputs = _tiny()
+    converted = quantize(model, inputs, "int8-dynamic")
+    scales = [
+        node.args[1]
+        for node in converted.graph.nodes
+        if str(node.target) == "quantized_decomposed.dequantize_per_channel.default"
+    ]
+    assert scales, "no per-channel weight dequantize in the converted graph"
+    values = [getattr(converted, scale.target) for scale in scales]
+    assert [tuple(value.shape) for value in values] == [(8,)]
+
+
 def test_example_inputs_must_be_a_tuple():
     model, inputs = _tiny()
     with pytest.raises(TypeError, match="tuple"):
@@ -102,3 +117,13 @@ def test_8da4w_can_leave_embeddings_in_float():
     quantization.quantize_8da4w(model, quantize_embeddings=False)
     assert type(model.embed.weight) is torch.nn.Parameter
     assert type(model.linear.weight).__name__ == "IntxUnpackedToInt8Tensor"
+
+
+def test_8da4w_refuses_widths_the_group_size_does_not_divide_and_changes_nothing():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Embedding(16, 64), torch.nn.Linear(64, 40), torch.nn.Linear(40, 8))
+    with pytest.raises(ValueError, match=r"groups of 32.*these do not: 2 \(40\)$") as error:
+        quantization.quantize_8da4w(model)
+    assert "\n" not in str(error.value)
+    # The embedding and the first linear layer would fit, but were not touched either.
+    assert all(type(module.weight) is torch.nn.Parameter for module in model)

@@ -1,9 +1,10 @@
 """The quantization schemes of the guide, implemented once.
 
-Every recipe that quantizes a model, the AOT compiler command line and the
-performance benchmark call this module, so the code the Quantization page
-shows (it includes the regions marked below) is the code that produced the
-page's numbers.
+Every recipe that quantizes a model calls this module, and so do the other
+tools of this repository that quantize (the AOT compiler command line, the
+performance benchmark) rather than repeat it. The Quantization page
+includes the regions marked below, so the code it shows is the code that
+produced its numbers.
 
 Two families of scheme reach XNNPACK's integer kernels:
 
@@ -24,8 +25,7 @@ Two families of scheme reach XNNPACK's integer kernels:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Iterable
 
 import torch
 
@@ -65,9 +65,12 @@ def quantize_pt2e(
 
     With ``dynamic=False`` the observers record activation ranges from the
     calibration inputs, so give it representative data: the scales are frozen
-    into the program. With ``dynamic=True`` activation scales are computed at
-    run time and only weights are observed; calibration inputs are still run
-    (they cost little) but may be empty.
+    into the program; :class:`ValueError` if there is none. With
+    ``dynamic=True`` activation scales are computed at run time and only the
+    weights need observing, which any forward pass does: with no calibration
+    inputs, *example_inputs* is run once. (Without any forward pass the
+    weight observers stay empty, and lowering fails later with a confusing
+    message about the size of per-channel scales.)
 
     The result is an ``torch.fx.GraphModule`` that runs in eager PyTorch
     (this is the "int8 eager" model to compare a ``.pte`` against) and is
@@ -84,6 +87,11 @@ def quantize_pt2e(
     # [end quant_pt2e_imports]
     if not isinstance(example_inputs, tuple):
         raise TypeError(f"example_inputs must be a tuple, not {type(example_inputs).__name__}")
+    calibration_inputs = list(calibration_inputs)
+    if not calibration_inputs:
+        if not dynamic:
+            raise ValueError("static quantization needs calibration inputs (representative data)")
+        calibration_inputs = [example_inputs]
     # [start quant_pt2e_prepare]
     # Quantization works on the exported ATen graph, not on nn.Modules.
     captured = torch.export.export(model, example_inputs).module()
@@ -117,9 +125,22 @@ def quantize_8da4w(
     ``IntxWeightOnlyConfig`` with int4 weights in groups of *group_size*
     (looked up and dequantized per row; there is no activation to quantize).
 
-    The input dimension of each linear layer and the embedding dimension must
-    be multiples of *group_size*; torchao raises otherwise.
+    The input width of each linear layer (and the embedding dimension, when
+    embeddings are quantized) must be a multiple of *group_size*; otherwise
+    :class:`ValueError` names the offending layers, before any is changed.
     """
+    widths = {
+        name: module.in_features if isinstance(module, torch.nn.Linear) else module.embedding_dim
+        for name, module in model.named_modules()
+        if isinstance(module, torch.nn.Linear)
+        or (quantize_embeddings and isinstance(module, torch.nn.Embedding))
+    }
+    misfits = [f"{name or 'the model'} ({width})" for name, width in widths.items() if width % group_size]
+    if misfits:
+        raise ValueError(
+            f"8da4w quantizes in groups of {group_size}, which must divide each layer's "
+            f"input width; these do not: {', '.join(misfits)}"
+        )
     # [start quant_8da4w]
     from torchao.quantization import (
         Int8DynamicActivationIntxWeightConfig,
@@ -149,15 +170,15 @@ def quantize(
     model: torch.nn.Module,
     example_inputs: tuple[Any, ...],
     scheme: str,
-    calibration_inputs: Sequence[tuple[Any, ...]] | Iterable[tuple[Any, ...]] = (),
+    calibration_inputs: Iterable[tuple[Any, ...]] = (),
 ) -> torch.nn.Module:
     """Quantize *model* with the scheme named *scheme* (a key of :data:`SCHEMES`).
 
     Returns the module to export with ``torch.export.export(result,
     example_inputs)``. PT2E schemes return a new module; ``8da4w`` changes
-    *model* in place and returns it. *calibration_inputs* is used by the
-    static schemes (with none, their activation observers have seen nothing
-    and ``convert_pt2e`` fails). Raises :class:`ValueError` naming the valid
+    *model* in place and returns it. *calibration_inputs* is required by the
+    static schemes (:class:`ValueError` without it) and optional for the
+    others. Raises :class:`ValueError` naming the valid
     schemes when *scheme* is unknown, before touching the model.
     """
     if scheme not in SCHEMES:
@@ -166,13 +187,10 @@ def quantize(
         )
     if scheme == "8da4w":
         return quantize_8da4w(model)
-    calibration = list(calibration_inputs)
-    if scheme in ("int8-static", "int8-static-per-tensor") and not calibration:
-        raise ValueError(f"scheme {scheme!r} needs calibration inputs (representative data)")
     return quantize_pt2e(
         model,
         example_inputs,
-        calibration,
+        calibration_inputs,
         per_channel=scheme != "int8-static-per-tensor",
         dynamic=scheme == "int8-dynamic",
     )
