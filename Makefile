@@ -76,8 +76,10 @@ recipe: venv ## run one recipe alone, no site build: make recipe R=snippets/<nam
 	@test -n "$(R)" || { echo "usage: make recipe R=snippets/<name>.py" >&2; exit 2; }
 	$(BIN)/python -m xnnguide.run_recipe $(R)
 
+# BENCH_ARGS=--alone also times every recipe run alone, in a fresh interpreter.
+BENCH_ARGS ?=
 bench: venv ## time a cold, a no-op and a one-recipe rebuild, and the cold build's memory
-	$(BIN)/python -m xnnguide.bench --make "$(MAKE) --no-print-directory VENV=$(VENV)"
+	$(BIN)/python -m xnnguide.bench --make "$(MAKE) --no-print-directory VENV=$(VENV)" $(BENCH_ARGS)
 
 serve: venv ## rebuild and reload the site on every change
 	$(BIN)/sphinx-autobuild -c . -d $(BUILDDIR)/doctrees docs $(HTMLDIR) \

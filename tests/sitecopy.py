@@ -72,7 +72,14 @@ facts.record("total", total)
 INDEX = """# Tiny site
 
 ```{toctree}
+:caption: Get started
+
 notes
+```
+
+```{toctree}
+:caption: Recipes
+
 gallery/index
 ```
 """
@@ -90,6 +97,10 @@ def make_site(folder: Path) -> Path:
     shutil.copy2(ROOT / "conf.py", root / "conf.py")
     shutil.copytree(ROOT / "xnnguide", root / "xnnguide", ignore=shutil.ignore_patterns("__pycache__"))
     (root / "docs").mkdir()
+    # The theme's templates and static files that conf.py names.
+    for folder in ("_templates", "_static"):
+        if (ROOT / "docs" / folder).is_dir():
+            shutil.copytree(ROOT / "docs" / folder, root / "docs" / folder)
     (root / "docs" / "index.md").write_text(INDEX)
     (root / "docs" / "notes.md").write_text(NOTES)
     (root / "snippets").mkdir()

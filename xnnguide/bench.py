@@ -13,7 +13,7 @@ One run measures, on this checkout and this machine:
   time minus the time sphinx-gallery spent running recipes;
 * the **peak resident memory of the cold build**, all its processes together
   (make, Sphinx, sphinx-gallery's worker processes), sampled from ``/proc``
-  every 0.1 s. Two sums are reported: of RSS, an upper bound that counts a
+  every 0.25 s. Two sums are reported: of RSS, an upper bound that counts a
   shared library once per process, and of PSS, which splits shared pages
   between the processes that map them.
 
@@ -88,25 +88,25 @@ def _memory(pid: int) -> tuple[int, int]:
 class TreeMemory(threading.Thread):
     """Samples the summed memory of a process and all its descendants."""
 
-    def __init__(self, pid: int, interval: float = 0.1) -> None:
+    def __init__(self, pid: int, interval: float = 0.25) -> None:
         super().__init__(daemon=True)
         self.pid, self.interval = pid, interval
         self.peak_rss = self.peak_pss = 0
         self.peak_processes = 0
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def run(self) -> None:
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             pids = _tree(self.pid)
             sizes = [_memory(pid) for pid in pids]
             rss, pss = sum(s[0] for s in sizes), sum(s[1] for s in sizes)
             if rss > self.peak_rss:
                 self.peak_rss, self.peak_processes = rss, len(pids)
             self.peak_pss = max(self.peak_pss, pss)
-            self._stop.wait(self.interval)
+            self._halt.wait(self.interval)
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
         self.join()
 
 
