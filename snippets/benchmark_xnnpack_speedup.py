@@ -285,6 +285,11 @@ figure.suptitle(f"Measured on {machine['cpu']} ({machine['cores']} logical cores
 plt.show()
 
 # sphinx_gallery_start_ignore
+def ratio_text(ratio):
+    # Two decimals, or two significant digits for the portable kernels' tiny ratios.
+    return f"{ratio:.2f}" if ratio >= 0.1 else f"{ratio:.2g}"
+
+
 rows = []
 for name in models:
     for program in RUNS:
@@ -294,7 +299,7 @@ for name in models:
             timing = timings[name, program, threads]
             size = f"{os.path.getsize(programs[name, program]) / 1e6:.1f} MB" if program != "eager" else "-"
             rows.append([name, program, threads, f"{timing.median_ms:.1f}", f"{timing.spread_ms:.1f}",
-                         len(timing.samples_ms), f"{speedup(name, program, threads):.3g}x", size])
+                         len(timing.samples_ms), f"{ratio_text(speedup(name, program, threads))}x", size])
 facts.record_table(
     "latency",
     ["Model", "Program", "Threads", "Median (ms)", "Spread (ms)", "Timed runs", "Speed-up over eager",
@@ -305,7 +310,7 @@ for name in models:
     key = name.lower().replace(" ", "_").replace("-", "")
     for program in compiled:
         ratio = speedup(name, program, 1)
-        facts.record(f"{key}_{program.lower().replace(' ', '_')}_speedup", ratio, f"{ratio:.3g}×")
+        facts.record(f"{key}_{program.lower().replace(' ', '_')}_speedup", ratio, f"{ratio_text(ratio)}×")
 # sphinx_gallery_end_ignore
 
 # %%
