@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in sorted(recipes):
             start = time.perf_counter()
             subprocess.run([sys.executable, "-m", "xnnguide.run_recipe", f"snippets/{name}.py"], cwd=ROOT,
-                           check=True, stdout=subprocess.DEVNULL)
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             alone[name] = time.perf_counter() - start
 
     print()
