@@ -209,6 +209,8 @@ from xnnguide.measure import time_calls
 RUNS = {"eager": 15, "portable": 3, "XNNPACK fp32": 20, "XNNPACK int8": 20}
 WARMUP = {"eager": 2, "portable": 1, "XNNPACK fp32": 3, "XNNPACK int8": 3}
 
+# Other programs competing for the cores slow every figure; the load average says how much.
+load_before = os.getloadavg()[0]
 timings = {}  # (model name, program name, threads) -> Timing
 for threads in thread_counts:
     use_threads(threads)
@@ -227,6 +229,8 @@ for threads in thread_counts:
             del forward  # it may hold this thread count's pool, which the next reset replaces
 torch.set_num_threads(default_threads[0])
 _unsafe_reset_threadpool(default_threads[1])
+load_after = os.getloadavg()[0]
+print(f"1-minute load average: {load_before:.2f} before timing, {load_after:.2f} after, on {cores} cores")
 
 
 def speedup(name, program, threads):
@@ -244,6 +248,8 @@ assert set(timings) == expected, f"configurations without a time: {expected - se
 for key, timing in timings.items():
     assert len(timing.samples_ms) == RUNS[key[1]] and timing.median_ms > 0, f"{key}: no valid time"
 assert _threadpool_get_thread_count() == default_threads[1], "the thread pool was not restored"
+facts.record("load_before", load_before, f"{load_before:.2f}")
+facts.record("load_after", load_after, f"{load_after:.2f}")
 # sphinx_gallery_end_ignore
 
 # %%
@@ -321,10 +327,15 @@ for name in models:
 # the medians move and the spread grows, while the ratios move less, and
 # least with one thread. Speed-ups compare programs at the same thread count.
 #
-# If a two-thread row shows a median far above its one-thread row, with a
-# wide spread, the machine was busy while this page was built: a thread pool
-# waits for its slowest thread at the end of every operator, and a thread
-# that the operating system does not schedule holds up the others.
+# While the programs were timed, the 1-minute load average went from
+# :fact:`benchmark_xnnpack_speedup/load_before` to
+# :fact:`benchmark_xnnpack_speedup/load_after` on
+# :fact:`benchmark_xnnpack_speedup/cores` cores. A load above the core count
+# means other programs were competing for the CPU. Two-thread figures suffer
+# most from that: a thread pool waits for its slowest thread at the end of
+# every operator, and a thread the operating system does not schedule holds
+# up the others. A two-thread row far slower than its one-thread row, with a
+# wide spread, is the sign of a busy machine, not of the program.
 #
 # .. fact-table:: benchmark_xnnpack_speedup/latency
 #    :caption: One 224x224 image, measured by this build
