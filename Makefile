@@ -21,7 +21,7 @@ ENV_KEY   := $(shell cat requirements.txt pyproject.toml | sha256sum | cut -c1-1
 ENV_STAMP := $(VENV)/.installed-$(ENV_KEY)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv html browser linkcheck test check serve clean distclean
+.PHONY: help venv html browser linkcheck test check recipe bench serve clean distclean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -71,6 +71,15 @@ test: venv browser ## everything CI checks: offline strict build, the test suite
 check: venv ## fast static checks; runs no recipe
 	$(BIN)/python -m xnnguide.doccheck $(DOCCHECK_PATHS)
 	$(BIN)/python -m pytest -m "not build" $(PYTEST_ARGS)
+
+recipe: venv ## run one recipe alone, no site build: make recipe R=snippets/<name>.py
+	@test -n "$(R)" || { echo "usage: make recipe R=snippets/<name>.py" >&2; exit 2; }
+	$(BIN)/python -m xnnguide.run_recipe $(R)
+
+# BENCH_ARGS=--alone also times every recipe run alone, in a fresh interpreter.
+BENCH_ARGS ?=
+bench: venv ## time a cold, a no-op and a one-recipe rebuild, and the cold build's memory
+	$(BIN)/python -m xnnguide.bench --make "$(MAKE) --no-print-directory VENV=$(VENV)" $(BENCH_ARGS)
 
 serve: venv ## rebuild and reload the site on every change
 	$(BIN)/sphinx-autobuild -c . -d $(BUILDDIR)/doctrees docs $(HTMLDIR) \

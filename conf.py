@@ -8,6 +8,7 @@ sphinx-gallery into the generated, git-ignored ``docs/gallery/``.
 from __future__ import annotations
 
 import datetime
+import os
 import sys
 from pathlib import Path
 
@@ -70,6 +71,11 @@ sphinx_gallery_conf = {
     "matplotlib_animations": False,
     "line_numbers": False,
     "backreferences_dir": None,
+    # Recipes run side by side in worker processes, one per core, at most 4 to
+    # bound the build's memory; xnnguide.sphinxext gives each worker its share
+    # of threads. A recipe that measures speed opts out with
+    # `# sphinx_gallery_parallel = False`: it then runs first, alone.
+    "parallel": min(os.cpu_count() or 1, 4),
 }
 
 # -- HTML ----------------------------------------------------------------------

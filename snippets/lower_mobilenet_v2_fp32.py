@@ -135,6 +135,8 @@ print(f"speed-up      : {eager_timing.median_ms / pte_timing.median_ms:.2f}x")
 # [end latency]
 
 # sphinx_gallery_start_ignore
+# Its latency figures need the machine to itself: run alone, not side by side.
+# sphinx_gallery_parallel = False
 assert eager_timing.median_ms > 0 and pte_timing.median_ms > 0
 speedup = eager_timing.median_ms / pte_timing.median_ms
 facts.record("eager_ms", eager_timing.median_ms, f"{eager_timing.median_ms:.1f} ms")

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
 
 from conftest import BUILD, GALLERY, ROOT, SNIPPETS
 from xnnguide.results import check_recipes, junit_failures
-from xnnguide.sphinxext import records_dir
+from xnnguide.sphinxext import load_run_record, records_dir
 
 pytestmark = pytest.mark.build
 
@@ -23,10 +24,35 @@ def test_gallery_junit_has_no_failures(built_site):
     assert not problems, "\n" + "\n".join(map(str, problems))
 
 
+def _last_build():
+    folder = records_dir(GALLERY)
+    log, summary = folder / "executions.log", folder / "build.json"
+    assert log.is_file() and summary.is_file(), f"{folder} lacks executions.log or build.json: no build ran the hooks"
+    lines = [line.split("\t") for line in log.read_text().splitlines() if line]
+    return lines, json.loads(summary.read_text())
+
+
 def test_no_recipe_ran_twice_in_the_last_build(built_site):
-    # The log is emptied when a build starts and gets one line per recipe run.
-    log = records_dir(GALLERY) / "executions.log"
-    assert log.is_file(), f"{log} is missing: the recipe hook never ran"
-    runs = Counter(line.split("\t")[0] for line in log.read_text().splitlines() if line)
+    # The log is emptied when a build starts and gets one line per recipe run,
+    # written by the hook in whichever process ran the recipe.
+    lines, summary = _last_build()
+    runs = Counter(line[0] for line in lines)
     twice = {name: count for name, count in runs.items() if count > 1}
     assert not twice, f"recipes run more than once in one build: {twice}"
+    # sphinx-gallery's own list of what it ran must say the same.
+    assert sorted(runs.elements()) == sorted(summary["ran"]), (
+        f"executions log {dict(runs)} disagrees with sphinx-gallery's runs {summary['ran']}")
+    assert {line[3] for line in lines} <= {summary["build_id"]}, "the log holds lines of another build"
+
+
+def test_every_recipe_ran_once_or_was_up_to_date(built_site):
+    lines, summary = _last_build()
+    recipes = {source.stem for source in SNIPPETS.glob("*.py")}
+    ran, skipped = Counter(summary["ran"]), Counter(summary["skipped"])
+    assert not set(ran) & set(skipped), f"both run and skipped: {set(ran) & set(skipped)}"
+    assert set(ran) | set(skipped) == recipes, (
+        f"neither run nor skipped: {recipes - set(ran) - set(skipped)}; unknown: {set(ran) | set(skipped) - recipes}")
+    assert all(count == 1 for count in (ran + skipped).values()), ran + skipped
+    for name in ran:  # a recipe that ran left a run record of this build
+        record = load_run_record(GALLERY, name)
+        assert record and record["build_id"] == summary["build_id"], f"{name}: run record of another build"

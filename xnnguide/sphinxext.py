@@ -10,6 +10,9 @@ What it adds to a build:
   by a recipe into a page: ``{fact}`lower_mobilenet_v2_fp32/pte_size_mb```.
 * the ``verified-stamp`` directive, which says with what and when a recipe
   was last verified; every gallery page gets one automatically.
+* a cache that knows a recipe's dependencies (:func:`stale_reason`), a time
+  budget per recipe (:func:`budget_seconds`), and thread limits for recipes
+  that sphinx-gallery runs side by side in worker processes.
 """
 
 from __future__ import annotations
@@ -18,7 +21,11 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import re
+import sys
 import time
+import uuid
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +43,18 @@ logger = logging.getLogger(__name__)
 RECORDS = "_records"
 
 _started: dict[str, float] = {}
+
+#: A recipe that runs longer than this, in seconds of wall time, fails the
+#: build, unless it declares its own budget (see :func:`budget_seconds`).
+DEFAULT_BUDGET_SECONDS = 300.0
+
+_BUDGET = re.compile(r"^\s*#\s*xnnguide_budget_seconds\s*=\s*([0-9]+(?:\.[0-9]*)?)\s*$", re.MULTILINE)
+
+# Set by the Sphinx process when a build starts; loky worker processes inherit
+# them, which tells a worker apart from the Sphinx process and ties its log
+# lines to this build.
+_BUILD_PID = "XNNGUIDE_BUILD_PID"
+_BUILD_ID = "XNNGUIDE_BUILD_ID"
 
 
 def records_dir(gallery_dir: str | os.PathLike[str]) -> Path:
@@ -93,22 +112,77 @@ def dependency_key(source: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
+def budget_seconds(source: str | os.PathLike[str], default: float = DEFAULT_BUDGET_SECONDS) -> float:
+    """The wall-time budget a recipe declares, or *default*.
+
+    A recipe declares it with a comment line, best inside an ignore block so
+    readers do not see it::
+
+        # sphinx_gallery_start_ignore
+        # xnnguide_budget_seconds = 60
+        # sphinx_gallery_end_ignore
+    """
+    found = _BUDGET.findall(Path(source).read_text(encoding="utf-8"))
+    if len(found) > 1:
+        raise ValueError(f"{source}: declares xnnguide_budget_seconds {len(found)} times")
+    return float(found[0]) if found else float(default)
+
+
+def _in_worker() -> bool:
+    """Whether this is a worker process of a build, not the Sphinx process."""
+    return os.environ.get(_BUILD_PID, str(os.getpid())) != str(os.getpid())
+
+
+def _limit_threads(gallery_conf: dict[str, Any], source: Path) -> None:
+    """Keep recipes that run side by side from oversubscribing the cores.
+
+    In a worker process of a parallel build each recipe gets
+    ``cores // parallel`` threads, for PyTorch and for ExecuTorch's thread
+    pool, which XNNPACK uses. joblib already sets ``OMP_NUM_THREADS`` so in
+    workers, which a fresh ``import torch`` obeys; a worker that imported
+    torch for an earlier recipe is set here. ExecuTorch's pool ignores that
+    variable and defaults to every core, so for a recipe that imports
+    executorch it is sized here, before the recipe loads any program: a
+    loaded XNNPACK program may still use the pool that a reset replaces. In
+    the Sphinx process, where recipes run alone, both get every core.
+    """
+    cores = os.cpu_count() or 1
+    jobs = int(gallery_conf.get("parallel") or 1)
+    in_worker = _in_worker()
+    threads = max(1, cores // jobs) if in_worker else cores
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+    loaded = "executorch.extension.pybindings._C" in sys.modules
+    if loaded or (in_worker and "executorch" in source.read_text(encoding="utf-8")):
+        from executorch.extension.pybindings import portable_lib
+
+        if portable_lib._threadpool_get_thread_count() != threads:
+            portable_lib._unsafe_reset_threadpool(threads)
+
+
+def _recipe_source(gallery_conf: dict[str, Any], fname: str) -> Path:
+    examples = gallery_conf["examples_dirs"]
+    examples = examples if isinstance(examples, str) else examples[0]
+    return (Path(gallery_conf["src_dir"]) / examples / Path(fname).name).resolve()
+
+
 def recipe_hook(gallery_conf: dict[str, Any], fname: str | None, when: str) -> None:
     """sphinx-gallery ``reset_modules`` callable: bracket each recipe run."""
     if fname is None:  # called once when entering a folder of examples
         return
     name = Path(fname).stem
     folder = records_dir(_gallery_dir(gallery_conf))
+    source = _recipe_source(gallery_conf, fname)
     if when == "before":
-        _started[name] = time.perf_counter()
+        _limit_threads(gallery_conf, source)
         facts.begin_recipe(name, folder / "facts")
+        # One short line in append mode: workers' lines never interleave.
         with open(folder / "executions.log", "a", encoding="utf-8") as log:
-            log.write(f"{name}\t{os.getpid()}\t{_dt.datetime.now().isoformat()}\n")
+            log.write(f"{name}\t{os.getpid()}\t{_dt.datetime.now().isoformat()}\t"
+                      f"{os.environ.get(_BUILD_ID, '-')}\n")
+        _started[name] = time.perf_counter()
         return
     facts.end_recipe()
-    source = Path(gallery_conf["examples_dirs"] if isinstance(gallery_conf["examples_dirs"], str)
-                  else gallery_conf["examples_dirs"][0])
-    source = (Path(gallery_conf["src_dir"]) / source / Path(fname).name).resolve()
     record = {
         "recipe": name,
         "source": str(source),
@@ -119,6 +193,10 @@ def recipe_hook(gallery_conf: dict[str, Any], fname: str | None, when: str) -> N
         "status": "finished",
         "error": None,
         "seconds": round(time.perf_counter() - _started.pop(name, time.perf_counter()), 3),
+        "build_id": os.environ.get(_BUILD_ID),
+        "pid": os.getpid(),
+        # Whether a worker process of a parallel build ran it, beside others.
+        "worker": _in_worker(),
         "finished": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
         "environment": environment.describe(),
     }
@@ -276,6 +354,9 @@ def stale_reason(gallery: Path, source: Path) -> str | None:
     return None
 
 
+_build_started: list[float] = []
+
+
 def _start_build(app: Sphinx) -> None:
     """Prepare the recipe runs of this build.
 
@@ -286,6 +367,9 @@ def _start_build(app: Sphinx) -> None:
     changed version. The executions log is emptied: it lists this build's
     runs only.
     """
+    os.environ[_BUILD_PID] = str(os.getpid())
+    os.environ[_BUILD_ID] = uuid.uuid4().hex
+    _build_started[:] = [time.perf_counter()]
     gallery = Path(app.srcdir) / app.config.xnnguide_gallery_dir
     folder = records_dir(gallery)
     folder.mkdir(parents=True, exist_ok=True)
@@ -301,10 +385,47 @@ def _start_build(app: Sphinx) -> None:
             checksum.unlink()
 
 
+def _over_budget(record: dict[str, Any], source: Path, default: float) -> str | None:
+    """Why a recipe that passed must fail on time, or ``None``."""
+    shown = f"snippets/{source.name}"
+    try:
+        budget = budget_seconds(source, default)
+    except ValueError as error:
+        return str(error)
+    record["budget_seconds"] = budget
+    if record.get("seconds", 0.0) <= budget:
+        return None
+    return (f"{shown} ran for {record['seconds']:.1f} s, over its time budget of {budget:g} s. "
+            f"Make it faster, or raise its budget with a line "
+            f"'# xnnguide_budget_seconds = N' (default {default:g} s).")
+
+
+def _mark_junit_failure(junit: Path, stem: str, message: str) -> None:
+    """Turn a passed test case of the gallery's JUnit file into a failure."""
+    if not junit.is_file():
+        return
+    tree = ET.parse(junit)
+    suite = tree.getroot()
+    for case in suite.iter("testcase"):
+        if case.get("classname") == stem and case.find("failure") is None:
+            failure = ET.SubElement(case, "failure", message=message)
+            failure.text = message
+            suite.set("failures", str(int(suite.get("failures", "0")) + 1))
+    tree.write(junit, encoding="utf-8", xml_declaration=True)
+
+
 def _finish_build(app: Sphinx) -> None:
-    """Write sphinx-gallery's verdict on each recipe that ran into its run record."""
+    """Judge the recipes that ran, and record what this build ran.
+
+    sphinx-gallery's verdict on each recipe goes into its run record. A
+    recipe that passed but ran over its time budget is turned into a failing
+    one: sphinx-gallery then fails the build at its end and names the file,
+    and the recipe runs again next time.
+    """
     gallery_conf = app.config.sphinx_gallery_conf
     gallery = Path(app.srcdir) / app.config.xnnguide_gallery_dir
+    snippets = Path(app.confdir) / "snippets"
+    default = float(app.config.xnnguide_default_budget_seconds)
     verdicts: dict[str, tuple[str, str | None]] = {}
     for src in gallery_conf.get("passing_examples", []):
         verdicts[Path(src).stem] = ("passed", None)
@@ -316,12 +437,39 @@ def _finish_build(app: Sphinx) -> None:
             record = {"recipe": name, "source": "", "source_sha256": "", "seconds": 0.0,
                       "finished": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
                       "environment": environment.describe()}
+        source = snippets / f"{name}.py"
+        if status == "passed" and source.is_file():
+            late = _over_budget(record, source, default)
+            if late:
+                status, error = "failed", late
+                src = next(s for s in gallery_conf["passing_examples"] if Path(s).stem == name)
+                gallery_conf["passing_examples"].remove(src)
+                gallery_conf["failing_examples"][src] = late
+                (gallery / f"{source.name}.md5").unlink(missing_ok=True)
+                junit = gallery_conf.get("junit")
+                if junit:
+                    _mark_junit_failure(Path(app.outdir) / junit, name, late)
         record.update(status=status, error=error)
         _write_run_record(records_dir(gallery), record)
+    started = _build_started[0] if _build_started else time.perf_counter()
+    summary = {
+        "build_id": os.environ.get(_BUILD_ID),
+        "pid": os.getpid(),
+        # What sphinx-gallery itself ran, one entry per run (duplicates kept).
+        "ran": [Path(src).stem for src in gallery_conf.get("passing_examples", [])]
+        + [Path(src).stem for src in gallery_conf.get("failing_examples", {})],
+        "skipped": [Path(src).stem for src in gallery_conf.get("stale_examples", [])],
+        "gallery_seconds": round(time.perf_counter() - started, 3),
+        "parallel": gallery_conf.get("parallel"),
+    }
+    if app.builder.name == "html":  # like the executions log, it describes the HTML build
+        path = records_dir(gallery) / "build.json"
+        path.write_text(json.dumps(summary, indent=2), encoding="utf-8")
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_config_value("xnnguide_gallery_dir", "gallery", "env")
+    app.add_config_value("xnnguide_default_budget_seconds", DEFAULT_BUDGET_SECONDS, "")
     app.add_role("fact", FactRole())
     app.add_directive("fact-table", FactTableDirective)
     app.add_directive("verified-stamp", VerifiedStampDirective)

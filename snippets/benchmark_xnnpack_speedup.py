@@ -1,0 +1,341 @@
+"""
+Performance: how much faster XNNPACK runs than eager PyTorch
+============================================================
+
+This recipe times two torchvision models, MobileNet V2 and ResNet-18, four
+ways on the machine that builds this site: in eager PyTorch, as a ``.pte``
+on ExecuTorch's portable kernels (no delegate), as a ``.pte`` delegated to
+XNNPACK in fp32, and as a ``.pte`` delegated to XNNPACK in int8, with one
+thread and then with two. Every figure on this page comes from the run that
+built it. The speed-up over eager PyTorch is the figure to compare across
+machines: the milliseconds depend on the CPU and on whatever else it was
+doing.
+"""
+
+# %%
+# The machine
+# -----------
+# Latency says as much about the CPU as about the program, so the build reads
+# the processor model and the number of logical cores before measuring.
+
+import os
+
+from xnnguide import environment
+
+machine = environment.describe()
+cores = os.cpu_count() or 1
+print(f"CPU: {machine['cpu']}, {machine['cores']} logical cores ({machine['machine']})")
+
+# sphinx_gallery_start_ignore
+from xnnguide import facts
+
+facts.record("cpu", machine["cpu"])
+facts.record("cores", machine["cores"])
+# Timings need the machine to themselves: with the next line this recipe
+# runs alone, before the recipes that run side by side.
+# sphinx_gallery_parallel = False
+# It takes about 7 minutes on a 2-core machine busy with other work, hence
+# its time budget.
+# xnnguide_budget_seconds = 900
+# sphinx_gallery_end_ignore
+
+# %%
+# The models
+# ----------
+# Both models start from random weights (``weights=None``: nothing is
+# downloaded), and ``calibrate_batchnorm`` gives their batch-norm layers
+# realistic statistics, so that outputs have a useful scale and the
+# comparisons below mean something. Latency does not depend on the weights'
+# values, only on the operators and shapes.
+
+import torch
+import torchvision
+
+from xnnguide.models import calibrate_batchnorm
+
+torch.manual_seed(0)
+models = {
+    "MobileNet V2": calibrate_batchnorm(torchvision.models.mobilenet_v2(weights=None)),
+    "ResNet-18": calibrate_batchnorm(torchvision.models.resnet18(weights=None)),
+}
+example_inputs = (torch.randn(1, 3, 224, 224),)
+
+# %%
+# Three programs per model
+# ------------------------
+# Each model is exported once and lowered three times:
+#
+# * **portable**: ``to_edge_transform_and_lower`` without a partitioner, so
+#   every operator runs on ExecuTorch's portable kernels, plain C++ written
+#   for correctness and portability rather than speed;
+# * **XNNPACK fp32**: the same call with ``XnnpackPartitioner`` and the
+#   XNNPACK transform passes, as in :doc:`the overview </overview>`;
+# * **XNNPACK int8**: the model first goes through the guide's one PT2E
+#   quantization helper, ``xnnguide.quantization.quantize_pt2e`` (static
+#   int8 activations calibrated on sample inputs, per-channel int8 weights),
+#   then is exported and lowered to XNNPACK like the fp32 model.
+
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+from executorch.backends.xnnpack.utils.configs import get_transform_passes
+from executorch.exir import to_edge_transform_and_lower
+
+from xnnguide.quantization import quantize_pt2e
+
+
+def write_pte(exported_program, path, xnnpack):
+    if xnnpack:
+        lowered = to_edge_transform_and_lower(
+            exported_program, transform_passes=get_transform_passes(), partitioner=[XnnpackPartitioner()]
+        )
+    else:
+        lowered = to_edge_transform_and_lower(exported_program)
+    with open(path, "wb") as file:
+        file.write(lowered.to_executorch().buffer)
+    return path
+
+
+calibration_inputs = [(torch.randn(1, 3, 224, 224),) for _ in range(4)]
+programs = {}  # (model name, program name) -> .pte path
+quantized_models = {}  # model name -> the int8 model in eager PyTorch, as a reference
+for name, model in models.items():
+    stem = "benchmark_" + name.lower().replace(" ", "_").replace("-", "")
+    exported = torch.export.export(model, example_inputs)
+    programs[name, "portable"] = write_pte(exported, f"{stem}_portable.pte", xnnpack=False)
+    programs[name, "XNNPACK fp32"] = write_pte(exported, f"{stem}_xnnpack_fp32.pte", xnnpack=True)
+    quantized_models[name] = quantize_pt2e(model, example_inputs, calibration_inputs)
+    exported_int8 = torch.export.export(quantized_models[name], example_inputs)
+    programs[name, "XNNPACK int8"] = write_pte(exported_int8, f"{stem}_xnnpack_int8.pte", xnnpack=True)
+
+for (name, program), path in programs.items():
+    print(f"{name:>12} {program:<13} {os.path.getsize(path) / 1e6:6.1f} MB  {path}")
+
+# %%
+# Check the programs before timing them
+# -------------------------------------
+# A fast wrong answer is worth nothing. The portable and XNNPACK fp32
+# programs must agree with eager PyTorch; XNNPACK may reorder floating-point
+# sums, hence the small explicit tolerance. The int8 program is compared with
+# the int8 model in eager PyTorch, which simulates the same quantization but
+# computes in fp32 between its quantize and dequantize steps, where XNNPACK
+# computes in integers. The two do not agree to fp32 precision, so the int8
+# check is an absolute tolerance of 0.15 on outputs of order 1, plus a cosine
+# similarity of at least 0.97 between the two outputs. The table after the
+# code gives the distances this build measured, and the distance from the
+# fp32 model: what quantization costs.
+
+from executorch.runtime import Runtime
+
+runtime = Runtime.get()
+
+
+def load_forward(path):
+    return runtime.load_program(path).load_method("forward")
+
+
+int8_similarity, int8_rows = {}, []
+with torch.no_grad():
+    for name, model in models.items():
+        eager = model(*example_inputs)
+        eager_int8 = quantized_models[name](*example_inputs)
+        for program in ("portable", "XNNPACK fp32"):
+            output = load_forward(programs[name, program]).execute(list(example_inputs))[0]
+            torch.testing.assert_close(output, eager, atol=1e-3, rtol=1e-3)
+        output_int8 = load_forward(programs[name, "XNNPACK int8"]).execute(list(example_inputs))[0]
+        torch.testing.assert_close(output_int8, eager_int8, atol=0.15, rtol=0.0)
+        int8_similarity[name] = torch.nn.functional.cosine_similarity(output_int8, eager_int8).item()
+        assert int8_similarity[name] > 0.97, f"{name}: the int8 program does not follow the int8 model"
+        int8_rows.append([name, f"{(output_int8 - eager_int8).abs().max():.3f}", f"{int8_similarity[name]:.4f}",
+                          f"{(output_int8 - eager).abs().max():.3f}", f"{eager.abs().max():.2f}"])
+        print("{}: int8 .pte vs int8 eager: max |diff| {}, cosine {}; vs fp32 eager: max |diff| {}; "
+              "largest fp32 output {}".format(*int8_rows[-1]))
+
+# sphinx_gallery_start_ignore
+# The tolerances mean something only if the outputs are not vanishingly small.
+for name, model in models.items():
+    with torch.no_grad():
+        scale = model(*example_inputs).abs().max().item()
+    assert scale > 0.1, f"{name}: outputs too small ({scale:.1e}) for the tolerances to mean anything"
+facts.record_table(
+    "int8_agreement",
+    ["Model", "Max |int8 .pte - int8 eager|", "Cosine similarity", "Max |int8 .pte - fp32 eager|",
+     "Largest |fp32 output|"],
+    int8_rows,
+)
+# sphinx_gallery_end_ignore
+
+# %%
+# .. fact-table:: benchmark_xnnpack_speedup/int8_agreement
+#    :caption: How far the int8 programs are from their references, measured by this build
+
+# %%
+# Threads
+# -------
+# Eager PyTorch and XNNPACK each split an operator's work over a pool of
+# threads, one pool per process, sized to the core count by default. PyTorch
+# sets its pool with ``torch.set_num_threads``. The installed ExecuTorch sets
+# the pool XNNPACK uses with ``_unsafe_reset_threadpool`` from
+# ``executorch.extension.pybindings.portable_lib``, an experimental function
+# (hence the underscore). It is "unsafe" because it replaces the pool, which a
+# loaded XNNPACK program may still be using; so every program below is loaded
+# after the reset and dropped before the next one.
+#
+# Each configuration is timed with one thread, where the comparison is the
+# fairest and least disturbed by other work on the machine, and then with two
+# threads where the machine has them.
+
+from executorch.extension.pybindings.portable_lib import _threadpool_get_thread_count, _unsafe_reset_threadpool
+
+
+def use_threads(threads):
+    torch.set_num_threads(threads)
+    _unsafe_reset_threadpool(threads)
+
+
+thread_counts = [1, 2] if cores >= 2 else [1]
+default_threads = (torch.get_num_threads(), _threadpool_get_thread_count())
+print(f"default threads: PyTorch {default_threads[0]}, ExecuTorch pool {default_threads[1]}")
+
+# %%
+# Time every program
+# ------------------
+# ``time_calls`` makes a few untimed warm-up calls, then times single-image
+# calls and reports their median and spread (half the interquartile range).
+# The portable programs take seconds per image, so they get one warm-up call
+# and three timed calls, with one thread only: few calls, but each is long
+# enough that timer noise does not matter.
+
+from xnnguide.measure import time_calls
+
+RUNS = {"eager": 15, "portable": 3, "XNNPACK fp32": 20, "XNNPACK int8": 20}
+WARMUP = {"eager": 2, "portable": 1, "XNNPACK fp32": 3, "XNNPACK int8": 3}
+
+# Other programs competing for the cores slow every figure; the load average says how much.
+load_before = os.getloadavg()[0]
+timings = {}  # (model name, program name, threads) -> Timing
+for threads in thread_counts:
+    use_threads(threads)
+    for name, model in models.items():
+        with torch.no_grad():
+            timings[name, "eager", threads] = time_calls(
+                lambda: model(*example_inputs), RUNS["eager"], WARMUP["eager"]
+            )
+        for program in ("portable", "XNNPACK fp32", "XNNPACK int8"):
+            if program == "portable" and threads > 1:
+                continue
+            forward = load_forward(programs[name, program])
+            timings[name, program, threads] = time_calls(
+                lambda: forward.execute(list(example_inputs)), RUNS[program], WARMUP[program]
+            )
+            del forward  # it may hold this thread count's pool, which the next reset replaces
+torch.set_num_threads(default_threads[0])
+_unsafe_reset_threadpool(default_threads[1])
+load_after = os.getloadavg()[0]
+print(f"1-minute load average: {load_before:.2f} before timing, {load_after:.2f} after, on {cores} cores")
+
+
+def speedup(name, program, threads):
+    return timings[name, "eager", threads].median_ms / timings[name, program, threads].median_ms
+
+
+for (name, program, threads), timing in timings.items():
+    print(f"{name:>12} {program:<13} {threads} thread(s): {timing}   "
+          f"{speedup(name, program, threads):5.2f}x eager")
+
+# sphinx_gallery_start_ignore
+expected = {(name, program, threads) for name in models for program in RUNS for threads in thread_counts
+            if not (program == "portable" and threads > 1)}
+assert set(timings) == expected, f"configurations without a time: {expected - set(timings)}"
+for key, timing in timings.items():
+    assert len(timing.samples_ms) == RUNS[key[1]] and timing.median_ms > 0, f"{key}: no valid time"
+assert _threadpool_get_thread_count() == default_threads[1], "the thread pool was not restored"
+facts.record("load_before", load_before, f"{load_before:.2f}")
+facts.record("load_after", load_after, f"{load_after:.2f}")
+# sphinx_gallery_end_ignore
+
+# %%
+# The chart
+# ---------
+# On the left, the speed-up over eager PyTorch with one thread each, on a
+# logarithmic axis (the portable kernels are far below 1x); on the right,
+# latency against thread count.
+
+import matplotlib.pyplot as plt
+
+figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+names = list(models)
+compiled = ["portable", "XNNPACK fp32", "XNNPACK int8"]
+width = 0.8 / len(compiled)
+for index, program in enumerate(compiled):
+    ratios = [speedup(name, program, 1) for name in names]
+    bars = left.barh([row + index * width for row in range(len(names))], ratios, height=width, label=program)
+    left.bar_label(bars, labels=[f"{ratio:.2g}x" for ratio in ratios], padding=2, fontsize=8)
+left.axvline(1.0, color="gray", linestyle="--", linewidth=1)
+left.set_xscale("log")
+left.set_xlim(right=10 * max(speedup(name, program, 1) for name in names for program in compiled))
+left.set_yticks([row + width for row in range(len(names))], names)
+left.set_xlabel("speed-up over eager PyTorch, one thread (higher is faster)")
+left.set_title("One 224x224 image")
+left.legend(loc="upper right", fontsize=8)
+
+for name, marker in zip(names, "os"):
+    for program, color in zip(("eager", "XNNPACK fp32", "XNNPACK int8"), ("gray", "C1", "C2")):
+        medians = [timings[name, program, threads].median_ms for threads in thread_counts]
+        right.plot(thread_counts, medians, marker=marker, color=color, label=f"{name}, {program}")
+right.set_xticks(thread_counts)
+right.set_yscale("log")
+right.set_xlabel("threads")
+right.set_ylabel("median latency (ms)")
+right.set_title("Thread count")
+right.legend(fontsize=7)
+figure.suptitle(f"Measured on {machine['cpu']} ({machine['cores']} logical cores)", fontsize=9)
+plt.show()
+
+# sphinx_gallery_start_ignore
+def ratio_text(ratio):
+    # Two decimals, or two significant digits for the portable kernels' tiny ratios.
+    return f"{ratio:.2f}" if ratio >= 0.1 else f"{ratio:.2g}"
+
+
+rows = []
+for name in models:
+    for program in RUNS:
+        for threads in thread_counts:
+            if (name, program, threads) not in timings:
+                continue
+            timing = timings[name, program, threads]
+            size = f"{os.path.getsize(programs[name, program]) / 1e6:.1f} MB" if program != "eager" else "-"
+            rows.append([name, program, threads, f"{timing.median_ms:.1f}", f"{timing.spread_ms:.1f}",
+                         len(timing.samples_ms), f"{ratio_text(speedup(name, program, threads))}x", size])
+facts.record_table(
+    "latency",
+    ["Model", "Program", "Threads", "Median (ms)", "Spread (ms)", "Timed runs", "Speed-up over eager",
+     ".pte size"],
+    rows,
+)
+for name in models:
+    key = name.lower().replace(" ", "_").replace("-", "")
+    for program in compiled:
+        ratio = speedup(name, program, 1)
+        facts.record(f"{key}_{program.lower().replace(' ', '_')}_speedup", ratio, f"{ratio_text(ratio)}×")
+# sphinx_gallery_end_ignore
+
+# %%
+# The measurements
+# ----------------
+# The build recorded the table below from the timings above. Read the
+# speed-up column rather than the milliseconds: on a shared or busy machine
+# the medians move and the spread grows, while the ratios move less, and
+# least with one thread. Speed-ups compare programs at the same thread count.
+#
+# While the programs were timed, the 1-minute load average went from
+# :fact:`benchmark_xnnpack_speedup/load_before` to
+# :fact:`benchmark_xnnpack_speedup/load_after` on
+# :fact:`benchmark_xnnpack_speedup/cores` cores. A load above the core count
+# means other programs were competing for the CPU. Two-thread figures suffer
+# most from that: a thread pool waits for its slowest thread at the end of
+# every operator, and a thread the operating system does not schedule holds
+# up the others. A two-thread row far slower than its one-thread row, with a
+# wide spread, is the sign of a busy machine, not of the program.
+#
+# .. fact-table:: benchmark_xnnpack_speedup/latency
+#    :caption: One 224x224 image, measured by this build

@@ -1,0 +1,158 @@
+"""A throwaway copy of this site with tiny recipes, to build and rebuild fast.
+
+The build-cache tests need to edit files and rebuild, which they must never
+do to the real checkout. :func:`make_site` copies what a build uses (``conf.py``,
+the ``xnnguide`` package, the gallery header) into a temporary folder, with
+two pages and two recipes that take milliseconds, so that several builds fit
+in a test. The real ``conf.py`` and ``xnnguide.sphinxext`` run unchanged,
+including sphinx-gallery's parallel worker processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+from conftest import ROOT
+
+#: A recipe that runs in a worker process of the parallel build. It imports a
+#: real helper module, xnnguide.measure, which the other recipe does not.
+ALPHA = '''"""
+Tiny alpha
+==========
+
+A throwaway recipe for the build-cache tests.
+"""
+
+# %%
+# Measure nothing much.
+
+import os
+
+from xnnguide.measure import time_calls
+
+timing = time_calls(lambda: sum(range(100)), runs=3, warmup=1)
+
+# sphinx_gallery_start_ignore
+from xnnguide import facts
+
+facts.record("answer", 42, "forty-two")
+facts.record("omp_threads", os.environ.get("OMP_NUM_THREADS", "unset"))
+# sphinx_gallery_end_ignore
+'''
+
+#: A recipe that opts out of parallel execution and so runs in the Sphinx
+#: process. It imports only xnnguide.facts.
+BETA = '''"""
+Tiny beta
+=========
+
+A second throwaway recipe; it runs alone.
+"""
+
+# %%
+# Add two numbers.
+
+total = 1 + 1
+print(total)
+
+# sphinx_gallery_parallel = False
+# sphinx_gallery_start_ignore
+from xnnguide import facts
+
+facts.record("total", total)
+# sphinx_gallery_end_ignore
+'''
+
+INDEX = """# Tiny site
+
+```{toctree}
+:caption: Get started
+
+notes
+```
+
+```{toctree}
+:caption: Recipes
+
+gallery/index
+```
+"""
+
+NOTES = """# Notes
+
+The answer is {fact}`tiny_alpha/answer`.
+"""
+
+
+def make_site(folder: Path) -> Path:
+    """Write a small copy of the site into *folder* and return its root."""
+    root = folder / "site"
+    root.mkdir(parents=True)
+    shutil.copy2(ROOT / "conf.py", root / "conf.py")
+    shutil.copytree(ROOT / "xnnguide", root / "xnnguide", ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "docs").mkdir()
+    # The theme's templates and static files that conf.py names.
+    for folder in ("_templates", "_static"):
+        if (ROOT / "docs" / folder).is_dir():
+            shutil.copytree(ROOT / "docs" / folder, root / "docs" / folder)
+    (root / "docs" / "index.md").write_text(INDEX)
+    (root / "docs" / "notes.md").write_text(NOTES)
+    (root / "snippets").mkdir()
+    shutil.copy2(ROOT / "snippets" / "GALLERY_HEADER.rst", root / "snippets" / "GALLERY_HEADER.rst")
+    (root / "snippets" / "tiny_alpha.py").write_text(ALPHA)
+    (root / "snippets" / "tiny_beta.py").write_text(BETA)
+    return root
+
+
+def copy_site(built: Path, folder: Path) -> Path:
+    """Copy an already built site, build outputs and gallery included."""
+    root = folder / "site"
+    shutil.copytree(built, root, symlinks=True)
+    return root
+
+
+def build(root: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run sphinx-build in *root* the way ``make html`` does; never raises."""
+    environ = dict(os.environ, PYTHONPATH=str(root), **(env or {}))
+    environ.pop("XNNGUIDE_BUILD_PID", None)
+    environ.pop("XNNGUIDE_BUILD_ID", None)
+    return subprocess.run(
+        [sys.executable, "-m", "sphinx", "-c", ".", "-d", "_build/doctrees", "-b", "html",
+         "docs", "_build/html", "-n", "--keep-going"],
+        cwd=root, env=environ, capture_output=True, text=True, timeout=300,
+    )
+
+
+def records(root: Path) -> Path:
+    return root / "docs" / "gallery" / "_records"
+
+
+def executions(root: Path) -> Counter[str]:
+    """How often each recipe ran in the last build, from the executions log."""
+    lines = (records(root) / "executions.log").read_text().splitlines()
+    return Counter(line.split("\t")[0] for line in lines if line)
+
+
+def build_summary(root: Path) -> dict:
+    return json.loads((records(root) / "build.json").read_text())
+
+
+def log_lines(root: Path) -> list[list[str]]:
+    return [line.split("\t") for line in (records(root) / "executions.log").read_text().splitlines() if line]
+
+
+def run_record(root: Path, recipe: str) -> dict:
+    return json.loads((records(root) / "runs" / f"{recipe}.json").read_text())
+
+
+def touch_text(path: Path, old: str, new: str) -> None:
+    """Replace *old* by *new* in *path*; fail if *old* is not there."""
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))

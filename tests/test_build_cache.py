@@ -1,0 +1,162 @@
+"""The build does no work twice, and re-runs exactly what changed.
+
+Each test works on a throwaway copy of the site with two tiny recipes (see
+``sitecopy.py``), builds it with the real ``conf.py`` and
+``xnnguide.sphinxext``, edits files, rebuilds, and reads which recipes ran
+from the executions log (written by the recipe hook) and from
+sphinx-gallery's own list of what it ran (``_records/build.json``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from sitecopy import (build, build_summary, copy_site, executions, log_lines, make_site, records, run_record,
+                      touch_text)
+
+pytestmark = pytest.mark.build  # runs Sphinx builds; `make check` leaves it out
+
+BOTH = {"tiny_alpha", "tiny_beta"}
+
+
+def assert_built(result) -> None:
+    assert result.returncode == 0, f"build failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+
+
+def ran(root: Path) -> dict[str, int]:
+    """Recipes run by the last build; the hook's log and sphinx-gallery must agree."""
+    logged = executions(root)
+    by_gallery = sorted(build_summary(root)["ran"])
+    assert sorted(logged.elements()) == by_gallery, (
+        f"executions log {dict(logged)} and sphinx-gallery's runs {by_gallery} disagree")
+    return dict(logged)
+
+
+@pytest.fixture(scope="module")
+def built_copy(tmp_path_factory) -> Path:
+    """A copy of the site, built once from nothing."""
+    root = make_site(tmp_path_factory.mktemp("template"))
+    assert_built(build(root))
+    return root
+
+
+@pytest.fixture
+def site(built_copy, tmp_path) -> Path:
+    """A private copy of the built site, build folder and gallery included."""
+    return copy_site(built_copy, tmp_path)
+
+
+def test_a_cold_build_runs_each_recipe_exactly_once(built_copy):
+    assert ran(built_copy) == {"tiny_alpha": 1, "tiny_beta": 1}
+    for recipe in BOTH:
+        assert run_record(built_copy, recipe)["status"] == "passed"
+    assert "forty-two" in (built_copy / "_build" / "html" / "notes.html").read_text()
+
+
+def test_parallel_recipes_run_in_workers_with_their_hooks(built_copy):
+    summary = build_summary(built_copy)
+    assert summary["parallel"] == min(os.cpu_count() or 1, 4)
+    pids = {line[0]: int(line[1]) for line in log_lines(built_copy)}
+    build_ids = {line[3] for line in log_lines(built_copy)}
+    assert build_ids == {summary["build_id"]}, "a log line from another build"
+    # tiny_beta opts out with `# sphinx_gallery_parallel = False` and runs in
+    # the Sphinx process; tiny_alpha runs in a worker, whose hook still opened
+    # its facts file and wrote its run record.
+    assert run_record(built_copy, "tiny_beta")["pid"] == summary["pid"]
+    assert run_record(built_copy, "tiny_beta")["worker"] is False
+    if summary["parallel"]:
+        assert pids["tiny_alpha"] != summary["pid"], "tiny_alpha did not run in a worker process"
+        assert run_record(built_copy, "tiny_alpha")["worker"] is True
+        facts = (records(built_copy) / "facts" / "tiny_alpha.json").read_text()
+        # joblib gives each worker its share of the cores for OpenMP, which torch obeys.
+        share = max(1, (os.cpu_count() or 1) // summary["parallel"])
+        assert f'"value": "{share}"' in facts, facts
+
+
+def test_a_no_op_rebuild_and_a_prose_edit_run_no_recipe(site):
+    assert_built(build(site))
+    assert ran(site) == {}
+    touch_text(site / "docs" / "notes.md", "The answer is", "Edited prose: the answer is")
+    assert_built(build(site))
+    assert ran(site) == {}
+    assert "Edited prose" in (site / "_build" / "html" / "notes.html").read_text()
+    assert set(build_summary(site)["skipped"]) == BOTH
+
+
+def test_editing_one_recipe_reruns_only_that_recipe(site):
+    touch_text(site / "snippets" / "tiny_beta.py", "total = 1 + 1", "total = 1 + 2")
+    assert_built(build(site))
+    assert ran(site) == {"tiny_beta": 1}
+    assert '"value": 3' in (records(site) / "facts" / "tiny_beta.json").read_text()
+
+
+def test_a_changed_helper_module_reruns_the_recipes_that_import_it(site):
+    # tiny_alpha imports xnnguide.measure; tiny_beta does not.
+    with open(site / "xnnguide" / "measure.py", "a") as module:
+        module.write("\n# an edit to a shared helper\n")
+    result = build(site)
+    assert_built(result)
+    assert ran(site) == {"tiny_alpha": 1}
+    assert "recipe tiny_alpha.py runs again" in result.stdout
+
+
+def test_a_changed_package_version_reruns_every_recipe(site):
+    # An installed distribution is known by its *.dist-info folder on sys.path,
+    # and the first one found wins. A torch-99.0 metadata folder at the front
+    # of the path (the site's root, first on PYTHONPATH) is therefore what a
+    # newly installed torch looks like to importlib.metadata, which the
+    # dependency key reads; no test hook in the code under test is needed.
+    fake = site / "torch-99.0.dist-info"
+    fake.mkdir()
+    (fake / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 99.0\n")
+    result = build(site)
+    assert_built(result)
+    assert ran(site) == {"tiny_alpha": 1, "tiny_beta": 1}
+    assert run_record(site, "tiny_alpha")["environment"]["versions"]["torch"] == "99.0"
+    # Back to the real torch: a change again, so both run once more.
+    shutil.rmtree(fake)
+    assert_built(build(site))
+    assert ran(site) == {"tiny_alpha": 1, "tiny_beta": 1}
+
+
+SLOW = '''"""
+Tiny slow
+=========
+
+Sleeps past its time budget.
+"""
+
+import time
+
+time.sleep(1.5)
+
+# sphinx_gallery_start_ignore
+# xnnguide_budget_seconds = 0.5
+# sphinx_gallery_end_ignore
+'''
+
+
+def test_a_recipe_over_its_time_budget_fails_the_build_naming_it(site):
+    (site / "snippets" / "tiny_slow.py").write_text(SLOW)
+    result = build(site)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, "a recipe over its budget passed the build"
+    assert "snippets/tiny_slow.py ran for 1." in output, output[-3000:]
+    assert "over its time budget of 0.5 s" in output
+    assert ran(site) == {"tiny_slow": 1}
+    record = run_record(site, "tiny_slow")
+    assert record["status"] == "failed" and record["seconds"] >= 1.5 and record["budget_seconds"] == 0.5
+    assert not (site / "docs" / "gallery" / "tiny_slow.py.md5").exists()
+    junit = ET.parse(site / "_build" / "gallery-junit.xml").getroot()
+    failed = [case.get("classname") for case in junit.iter("testcase") if case.find("failure") is not None]
+    assert failed == ["tiny_slow"]
+    # Given the time it needs, it runs again (its last run failed) and passes.
+    touch_text(site / "snippets" / "tiny_slow.py", "budget_seconds = 0.5", "budget_seconds = 30")
+    assert_built(build(site))
+    assert ran(site) == {"tiny_slow": 1}
+    assert run_record(site, "tiny_slow")["status"] == "passed"

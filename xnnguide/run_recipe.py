@@ -1,0 +1,83 @@
+"""Run one recipe alone, as the build would, without building the site.
+
+Usage, from the repository root::
+
+    python -m xnnguide.run_recipe snippets/lower_mobilenet_v2_fp32.py
+
+(or ``make recipe R=snippets/lower_mobilenet_v2_fp32.py``). Like the build,
+it runs the file from its own folder (so ``.pte`` files land next to it),
+with matplotlib drawing off-screen, and collects the facts the recipe records.
+It prints PASS or FAIL, the wall time against the recipe's time budget, and
+the recorded facts; the exit status is 0 only for a pass within budget.
+
+The facts go to ``_build/run_recipe/facts/``, never into the gallery's
+records, so a run here does not count as a verified run of the build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m xnnguide.run_recipe", description=__doc__.splitlines()[0])
+    parser.add_argument("recipe", type=Path, help="a recipe file, e.g. snippets/lower_mobilenet_v2_fp32.py")
+    parser.add_argument("--facts-dir", type=Path, default=ROOT / "_build" / "run_recipe" / "facts",
+                        help="where the recorded facts go (default: %(default)s)")
+    args = parser.parse_args(argv)
+    source: Path = args.recipe.resolve()
+    if source.suffix != ".py" or not source.is_file():
+        print(f"error: {args.recipe}: no such recipe file (expected a .py file under snippets/)", file=sys.stderr)
+        return 2
+
+    from xnnguide import facts
+    from xnnguide.sphinxext import budget_seconds
+
+    try:
+        budget = budget_seconds(source)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    shown = os.path.relpath(source, Path.cwd())
+    out = args.facts_dir.resolve()
+    os.environ.setdefault("MPLBACKEND", "Agg")  # figures are drawn, never shown
+    here = Path.cwd()
+    sys.path[:0] = [str(ROOT)]
+    sys.path.append(str(source.parent))
+    sys.argv = [str(source)]
+    facts.begin_recipe(source.stem, out)
+    os.chdir(source.parent)
+    start = time.perf_counter()
+    try:
+        runpy.run_path(str(source), run_name="__main__")
+    except BaseException as error:  # noqa: BLE001 - report any failure of the recipe, then exit 1
+        seconds = time.perf_counter() - start
+        traceback.print_exc()
+        last = traceback.format_exception_only(type(error), error)[-1].strip()
+        print(f"FAIL {shown} after {seconds:.1f} s: {last}")
+        return 1
+    finally:
+        facts.end_recipe()
+        os.chdir(here)
+    seconds = time.perf_counter() - start
+    recorded = facts.load(out / f"{source.stem}.json")
+    print(f"\nfacts recorded ({len(recorded)}), in {os.path.relpath(out / (source.stem + '.json'))}:")
+    for key, fact in recorded.items():
+        print(f"  {key} = {fact['display']}" if "display" in fact else f"  {key} = table of {len(fact['rows'])} rows")
+    if seconds > budget:
+        print(f"FAIL {shown} ran for {seconds:.1f} s, over its time budget of {budget:g} s")
+        return 1
+    print(f"PASS {shown} in {seconds:.1f} s (time budget {budget:g} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
