@@ -327,15 +327,16 @@ for name in models:
 # the medians move and the spread grows, while the ratios move less, and
 # least with one thread. Speed-ups compare programs at the same thread count.
 #
-# While the programs were timed, the 1-minute load average went from
-# :fact:`benchmark_xnnpack_speedup/load_before` to
-# :fact:`benchmark_xnnpack_speedup/load_after` on
-# :fact:`benchmark_xnnpack_speedup/cores` cores. A load above the core count
-# means other programs were competing for the CPU. Two-thread figures suffer
-# most from that: a thread pool waits for its slowest thread at the end of
-# every operator, and a thread the operating system does not schedule holds
-# up the others. A two-thread row far slower than its one-thread row, with a
-# wide spread, is the sign of a busy machine, not of the program.
+# While the programs were timed, the machine's 1-minute load average went
+# from :fact:`benchmark_xnnpack_speedup/load_before` to
+# :fact:`benchmark_xnnpack_speedup/load_after`, on
+# :fact:`benchmark_xnnpack_speedup/cores` cores. The benchmark's own threads
+# account for one or two of that; anything above means other programs were
+# competing for the CPU. Two-thread figures suffer most from that: a thread
+# pool waits for its slowest thread at the end of every operator, and a
+# thread the operating system does not schedule holds up the others. A
+# two-thread row far slower than its one-thread row, with a wide spread, is
+# the sign of a busy machine, not of the program.
 #
 # .. fact-table:: benchmark_xnnpack_speedup/latency
 #    :caption: One 224x224 image, measured by this build
