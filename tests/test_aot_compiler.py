@@ -86,11 +86,20 @@ def cli(*argv: str) -> Run:
 
 
 def shell(command: str, cwd: Path) -> Run:
-    """Run *command* through bash, with this environment's python first on PATH."""
+    """Run *command* through bash, with this environment's python first on PATH.
+
+    The streams are kept apart (``stdout``, ``stderr``), or read as one pipe
+    (``output``, interleaved as a terminal shows them) when the command ends
+    in ``2>&1``.
+    """
     environment = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
                        PYTHONPATH=str(ROOT), COLUMNS=COLUMNS)
+    merged = command.endswith("2>&1")
     done = subprocess.run(["bash", "-c", command], cwd=cwd, env=environment, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merged else subprocess.PIPE,
+                          timeout=300)
+    if merged:
+        return Run(done.returncode, "", "", done.stdout)
     return Run(done.returncode, done.stdout, done.stderr, done.stdout + done.stderr)
 
 
@@ -153,6 +162,9 @@ FACTORIES = textwrap.dedent(
     def counter():
         return Counter(), (torch.zeros(4),)
 
+    def small_linear():
+        return torch.nn.Linear(3, 3), (torch.randn(2, 3),)
+
     NOT_A_FUNCTION = 3
     '''
 )
@@ -198,7 +210,7 @@ BAD_INPUT = [
     (["--model", "factories.py:2build"], "'2build' in factories.py:2build is not a Python function name"),
     (["--model", "factories.py:nope"],
      "factories.py has no function 'nope'; it defines: bare_tensor, counter, good, list_of_inputs, "
-     "model_only, not_a_module, raises, three_things"),
+     "model_only, not_a_module, raises, small_linear, three_things"),
     (["--model", "factories.py:NOT_A_FUNCTION"], "factories.py:NOT_A_FUNCTION is an int, not a function"),
     (["--model", "syntax_error.py:build"],
      "importing syntax_error.py raised SyntaxError: invalid syntax (syntax_error.py, line 1)"),
@@ -216,6 +228,15 @@ BAD_INPUT = [
      "factories.py:list_of_inputs() returned a list as example_inputs; expected a tuple of tensors"),
     (["--model", "factories.py:raises"],
      "factories.py:raises() raised RuntimeError: weights not found"),
+    # A scheme that cannot apply to the model.
+    (["--model", "factories.py:small_linear", "--quantize", "8da4w"],
+     "quantizing with 8da4w failed: AssertionError: Expecting input size at 1 dimension: 3 to be divisible "
+     "by block_size at 1 dimension: 32"),
+    (["--model", "add_mul", "--quantize", "int8-dynamic"],
+     "--quantize int8-dynamic found nothing to quantize in add_mul; its layers are not ones this scheme "
+     "quantizes"),
+    (["--model", "add_mul", "--quantize", "8da4w"],
+     "--quantize 8da4w found nothing to quantize in add_mul; its layers are not ones this scheme quantizes"),
     # Outputs that cannot be written (a path through a regular file fails
     # even for root, unlike permission bits).
     (["--model", "linear", "-o", "factories.py/out"],
@@ -258,8 +279,11 @@ def test_bad_input_is_one_line_and_exit_status_2(factories, argv, message):
     assert leftovers(factories) == []
 
 
-def test_export_rejection_names_the_model_line(workdir):
-    run = cli("--model", "data_dependent.py:build", "-o", "out")
+@pytest.mark.parametrize("scheme", ["none", "int8-static", "8da4w"])
+def test_export_rejection_names_the_model_line(workdir, scheme):
+    # With PT2E the model is exported inside quantization, with torchao after
+    # it: the message is the same wherever export fails.
+    run = cli("--model", "data_dependent.py:build", "--quantize", scheme, "-o", "out")
     assert run.status == 2
     line = (PAGE_FILES / "data_dependent.py").read_text().splitlines().index(
         "        if x.abs().max() > 1:") + 1
@@ -381,6 +405,36 @@ def test_no_transform_passes_leaves_the_noop_expand_to_portable_kernels(workdir)
     assert portable(without) == portable(with_passes) + 1
 
 
+@pytest.mark.parametrize("spec, transform_passes", [
+    ("patch_classifier.py:build", False),  # an operator left to portable kernels
+    ("tiny_transformer", True),            # several subgraphs, many operators outside
+])
+def test_delegation_counts_agree_with_get_delegation_info(workdir, spec, transform_passes):
+    # The compiler counts by itself (importing the devtools is slow); its
+    # table must say what get_delegation_info, used by the recipes, says.
+    import torch
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.backends.xnnpack.utils.configs import get_transform_passes
+    from executorch.devtools.backend_debug import get_delegation_info
+    from executorch.exir import to_edge_transform_and_lower
+
+    _, model, example_inputs = model_zoo.load(spec)
+    edge = to_edge_transform_and_lower(
+        torch.export.export(model, example_inputs),
+        transform_passes=get_transform_passes() if transform_passes else None,
+        partitioner=[XnnpackPartitioner()],
+    )
+    graph_module = edge.exported_program().graph_module
+    ours, theirs = aot_compiler.count_delegation(graph_module), get_delegation_info(graph_module)
+    assert ours.subgraphs == theirs.num_delegated_subgraphs
+    assert ours.by_operator == {
+        op: [row.delegated, row.non_delegated] for op, row in theirs.delegation_by_operator.items()
+    }
+    assert (ours.delegated_nodes, ours.non_delegated_nodes) == (
+        theirs.num_delegated_nodes, theirs.num_non_delegated_nodes)
+    assert ours.non_delegated_nodes > 1
+
+
 def test_etrecord_is_written_and_parses(workdir):
     from executorch.devtools.etrecord import parse_etrecord
 
@@ -432,7 +486,7 @@ def test_every_scheme_compiles_and_passes(workdir, scheme, model):
 def test_calibration_samples_sets_how_many_inputs_calibrate(workdir):
     run = cli("--model", "linear", "--quantize", "int8-static", "--calibration-samples", "3", "-o", "out")
     assert run.status == 0, run.output
-    assert "] quantize (3 calibration samples)" in run.stdout
+    assert "] export and quantize (3 calibration samples)" in run.stdout
     samples = model_zoo.calibration_inputs(*model_zoo.load("linear")[2:], 3)
     assert len(samples) == 3 and all(s[0].shape == (4, 64) for s in samples)
     assert not torch_equal(samples[1][0], samples[2][0])
@@ -587,8 +641,8 @@ def test_page_example_matches_through_a_real_shell(tmp_path):
     # The in-process runs above stand for the shell; check that one of the
     # page's examples prints the same through bash.
     example = next(e for e in page_examples(PAGE.read_text()) if "--calibration-samples" in e.command)
-    run = shell(example.command, tmp_path)
-    assert matches(example.expected, run.output.splitlines())
+    run = shell(f"{{ {example.command}; }} 2>&1", tmp_path)
+    assert matches(example.expected, run.output.splitlines()), run.output
 
 
 @pytest.mark.parametrize("expected, actual, result", [

@@ -23,6 +23,7 @@ import contextlib
 import io
 import logging
 import os
+import re
 import sys
 import sysconfig
 import tempfile
@@ -33,8 +34,35 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+import torch
+import torch.utils._pytree as pytree
+
 from xnnguide import model_zoo
-from xnnguide.quantization import SCHEMES
+from xnnguide.quantization import SCHEMES, quantize
+
+
+@contextlib.contextmanager
+def _quiet_imports() -> Iterator[None]:
+    # Importing torchao (executorch does) logs a deprecation notice about
+    # torch's pytree registry; it says nothing about the user's model.
+    logger = logging.getLogger("torch.utils._pytree")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+# The toolchain is imported at module level, as in ExecuTorch's own example
+# compiler, not inside the function that needs it: under CPython 3.11 the
+# cost of these deep import chains depends on the call depth they start from
+# (the interpreter's frame stack grows and shrinks in chunks), and measured
+# up to 2 s more from inside a function.
+with _quiet_imports():
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.backends.xnnpack.utils.configs import get_transform_passes
+    from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
 
 PROG = "python -m xnnguide.aot_compiler"
 NAME = "aot_compiler"
@@ -231,7 +259,7 @@ class Progress:
     def step(self, label: str) -> Iterator[None]:
         self.number += 1
         # With --verbose, libraries log during the step: end the line first.
-        print(f"[{self.number}/{self.total}] {label:<36}", end="\n" if self.verbose else "", flush=True)
+        print(f"[{self.number}/{self.total}] {label:<44}", end="\n" if self.verbose else "", flush=True)
         self.open_line = not self.verbose
         start = time.perf_counter()
         try:
@@ -278,19 +306,6 @@ def _runtime_log_silenced(enabled: bool) -> Iterator[None]:
                 os.dup2(saved, 2)
     finally:
         os.close(saved)
-
-
-@contextlib.contextmanager
-def _quiet_imports() -> Iterator[None]:
-    # Importing torchao (executorch does) logs a deprecation notice about
-    # torch's pytree registry; it says nothing about the user's model.
-    logger = logging.getLogger("torch.utils._pytree")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
 
 
 # -- errors from torch.export ---------------------------------------------------------
@@ -340,27 +355,73 @@ def export_error_message(error: BaseException) -> str:
 
 
 @dataclass
+class Delegation:
+    """How a lowered graph divides between XNNPACK and the portable kernels.
+
+    The same counts as ``executorch.devtools.backend_debug.get_delegation_info``,
+    which the guide's recipes print (a test checks they agree); counted here
+    because importing the devtools costs a third of a second per compile.
+    """
+
+    subgraphs: int
+    by_operator: dict[str, list[int]]  # operator -> [inside XNNPACK, left outside]
+
+    @property
+    def delegated_nodes(self) -> int:
+        return sum(counts[0] for counts in self.by_operator.values())
+
+    @property
+    def non_delegated_nodes(self) -> int:
+        return sum(counts[1] for counts in self.by_operator.values())
+
+
+def count_delegation(graph_module: Any) -> Delegation:
+    """Count the operator nodes of *graph_module* inside and outside its delegates."""
+    by_operator: dict[str, list[int]] = {}
+    subgraphs = 0
+
+    def count(node_name: str, inside: int) -> None:
+        # Node names are the operator's, with _<n> appended to repeats.
+        counts = by_operator.setdefault(re.sub(r"_\d+$", "", node_name), [0, 0])
+        counts[inside] += 1
+
+    for node in graph_module.graph.nodes:
+        if node.op == "call_function" and re.sub(r"_\d+$", "", node.name) != "executorch_call_delegate":
+            count(node.name, 1)
+        elif node.op == "get_attr" and node.name.startswith("lowered_module_"):
+            subgraphs += 1
+            for inner in getattr(graph_module, node.name).original_module.graph.nodes:
+                if inner.op == "call_function":
+                    count(inner.name, 0)
+    return Delegation(subgraphs, by_operator)
+
+
+def delegation_table(delegation: Delegation) -> list[str]:
+    """Lines of a table: each operator's nodes inside XNNPACK and left to portable kernels."""
+    rows = sorted(delegation.by_operator.items())
+    width = max([len("operator"), *(len(name) for name, _ in rows)])
+    lines = [f"  {'operator':<{width}}  {'XNNPACK':>8}  {'portable':>8}"]
+    lines += [f"  {name:<{width}}  {inside:>8}  {outside:>8}" for name, (inside, outside) in rows]
+    lines.append(f"  {'total':<{width}}  {delegation.delegated_nodes:>8}  {delegation.non_delegated_nodes:>8}")
+    return lines
+
+
+@dataclass
 class Result:
     """What :func:`compile_model` produced; the command line prints it."""
 
     pte_path: Path
     pte_size: int
-    delegated_subgraphs: int
-    delegated_nodes: int
-    non_delegated_nodes: int
+    delegation: Delegation
     max_abs_error: float | None = None
     max_abs_error_fp32: float | None = None
 
 
 def _flatten(outputs: Any) -> list[Any]:
-    import torch.utils._pytree as pytree
-
     return pytree.tree_leaves(outputs)
 
 
 def _export(model: Any, example_inputs: tuple[Any, ...], verbose: bool) -> Any:
-    import torch
-
     try:
         # A failed capture prints its partial graph to stderr; the one-line
         # error says where the model failed instead.
@@ -381,26 +442,37 @@ def _calibration(args: argparse.Namespace, example_inputs: tuple[Any, ...]) -> l
     return []  # 8da4w quantizes weights directly, without running the model
 
 
+def _raised_in_export(error: BaseException) -> bool:
+    marker = f"{os.sep}torch{os.sep}export{os.sep}"
+    return any(marker in frame.filename for frame in traceback.extract_tb(error.__traceback__))
+
+
 def _quantize(args: argparse.Namespace, model: Any, example_inputs: tuple[Any, ...],
               calibration: list[tuple[Any, ...]]) -> Any:
-    import torch
-
-    from xnnguide.quantization import quantize
-
     try:
-        with torch.no_grad():
-            return quantize(model, example_inputs, args.quantize, calibration)
+        # The PT2E schemes export the model first thing; a failed capture
+        # prints its partial graph, as in _export.
+        with torch.no_grad(), _python_stderr_silenced(not args.verbose):
+            quantized = quantize(model, example_inputs, args.quantize, calibration)
     except Exception as error:
+        if _raised_in_export(error):
+            raise UsageError(export_error_message(error)) from error
         raise UsageError(
             f"quantizing with {args.quantize} failed: {type(error).__name__}: {_first_line(error)}"
         ) from error
+    return quantized
+
+
+def _check_quantized(args: argparse.Namespace, name: str, exported: Any) -> None:
+    """Refuse a "quantized" program in which the scheme found nothing to quantize."""
+    if not any("quantize" in str(node.target) for node in exported.graph.nodes if node.op == "call_function"):
+        raise UsageError(
+            f"--quantize {args.quantize} found nothing to quantize in {name}; "
+            "its layers are not ones this scheme quantizes"
+        )
 
 
 def _lower(args: argparse.Namespace, exported: Any) -> Any:
-    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-    from executorch.backends.xnnpack.utils.configs import get_transform_passes
-    from executorch.exir import to_edge_transform_and_lower
-
     try:
         return to_edge_transform_and_lower(
             exported,
@@ -413,8 +485,6 @@ def _lower(args: argparse.Namespace, exported: Any) -> Any:
 
 
 def _serialize(args: argparse.Namespace, edge: Any, pte_path: Path) -> None:
-    from executorch.exir import ExecutorchBackendConfig
-
     # 8da4w leaves quantized embeddings outside XNNPACK, as torchao's
     # dequantize_affine feeding an embedding. ExecuTorch has no kernel for
     # that pair; quant fusion rewrites it into its own embedding_4bit.
@@ -425,34 +495,16 @@ def _serialize(args: argparse.Namespace, edge: Any, pte_path: Path) -> None:
         write_atomically(args.etrecord, program.get_etrecord().save)
 
 
-def delegation_table(info: Any) -> list[str]:
-    """Lines of a table: each operator's nodes inside XNNPACK and left to portable kernels."""
-    rows = sorted(info.delegation_by_operator.values(), key=lambda row: row.op_type)
-    width = max([len("operator"), *(len(row.op_type) for row in rows)])
-    lines = [f"  {'operator':<{width}}  {'XNNPACK':>8}  {'portable':>8}"]
-    lines += [f"  {row.op_type:<{width}}  {row.delegated:>8}  {row.non_delegated:>8}" for row in rows]
-    lines.append(f"  {'total':<{width}}  {info.num_delegated_nodes:>8}  {info.num_non_delegated_nodes:>8}")
-    return lines
-
-
 def compile_model(args: argparse.Namespace) -> Result:
     """Run the whole flow for parsed, checked *args*, printing as it goes."""
     check_outputs(args)
-    with _quiet_imports():
-        import torch
-        from executorch.devtools.backend_debug import get_delegation_info
-
-        # Imported here, where their import-time notices are silenced.
-        import executorch.backends.xnnpack.partition.xnnpack_partitioner  # noqa: F401
-        import executorch.exir  # noqa: F401
-
     scheme = args.quantize
     quantized = scheme != "none"
     label = scheme if quantized else "fp32"
     known = model_zoo.MODELS.get(args.model)
     print(f"Compiling {args.model}" + (f": {known.description}" if known else ""))
     print(f"  quantization {label}, XNNPACK transform passes {'on' if args.transform_passes else 'off'}")
-    progress = Progress(4 + quantized + args.test_after_export, args.verbose)
+    progress = Progress(4 + (scheme == "8da4w") + args.test_after_export, args.verbose)
 
     with progress.step("build the model"):
         try:
@@ -461,37 +513,46 @@ def compile_model(args: argparse.Namespace) -> Result:
             raise UsageError(str(error)) from error
     pte_path = args.output_dir / f"{name}_xnnpack_{label}.pte"
 
-    # Export first, whatever the scheme: a model torch.export rejects is
-    # reported with the line it failed on before any time goes to calibration.
-    with progress.step("export (torch.export)"):
-        exported = _export(model, example_inputs, args.verbose)
-
+    # The eager model the .pte is checked against: the quantized one, if any.
     reference, fp32_outputs = model, None
-    if quantized:
+    if not quantized:
+        with progress.step("export (torch.export)"):
+            exported = _export(model, example_inputs, args.verbose)
+    else:
         if args.test_after_export:
             # 8da4w changes the model in place: keep the fp32 answer first.
             with torch.no_grad():
                 fp32_outputs = _flatten(model(*example_inputs))
         calibration = _calibration(args, example_inputs)
-        samples = f" ({len(calibration)} calibration samples)" if scheme in STATIC_SCHEMES else ""
-        with progress.step(f"quantize{samples}"):
-            reference = _quantize(args, model, example_inputs, calibration)
-            exported = _export(reference, example_inputs, args.verbose)
+        if scheme == "8da4w":
+            # torchao quantizes the eager modules; export comes after.
+            with progress.step("quantize (torchao)"):
+                reference = _quantize(args, model, example_inputs, calibration)
+            with progress.step("export (torch.export)"):
+                exported = _export(reference, example_inputs, args.verbose)
+        else:
+            # PT2E exports the model, quantizes the graph, and the result is
+            # exported again for lowering. A model export rejects is reported
+            # before any time goes to calibration.
+            samples = f" ({len(calibration)} calibration samples)" if scheme in STATIC_SCHEMES else ""
+            with progress.step(f"export and quantize{samples}"):
+                reference = _quantize(args, model, example_inputs, calibration)
+                exported = _export(reference, example_inputs, args.verbose)
+        _check_quantized(args, name, exported)
 
     with progress.step("lower to XNNPACK"):
         edge = _lower(args, exported)
     # Counted before to_executorch(), which adds memory-planning nodes to the graph.
-    info = get_delegation_info(edge.exported_program().graph_module)
+    delegation = count_delegation(edge.exported_program().graph_module)
 
     with progress.step("serialize"):
         _serialize(args, edge, pte_path)
 
-    result = Result(pte_path, pte_path.stat().st_size, info.num_delegated_subgraphs,
-                    info.num_delegated_nodes, info.num_non_delegated_nodes)
-    subgraphs = info.num_delegated_subgraphs
+    result = Result(pte_path, pte_path.stat().st_size, delegation)
+    subgraphs = delegation.subgraphs
     print(f"\nDelegation ({'with' if args.transform_passes else 'without'} transform passes): "
           f"{subgraphs} XNNPACK subgraph{'' if subgraphs == 1 else 's'}")
-    print("\n".join(delegation_table(info)))
+    print("\n".join(delegation_table(delegation)))
     print(f"\nWrote {pte_path} ({result.pte_size:,} bytes)")
     if args.etrecord is not None:
         print(f"Wrote {args.etrecord} ({args.etrecord.stat().st_size:,} bytes)")
@@ -543,8 +604,6 @@ def _largest(outputs: Sequence[Any]) -> float:
 def _check(args: argparse.Namespace, result: Result, actual: list[Any], expected: list[Any],
            fp32_outputs: list[Any] | None, label: str) -> None:
     """Compare the .pte's outputs with eager PyTorch; raise CheckFailed over tolerance."""
-    import torch
-
     if fp32_outputs is None:
         atol, rtol = FP32_TOLERANCE
         reference = "eager fp32"
