@@ -230,8 +230,8 @@ BAD_INPUT = [
      "factories.py:raises() raised RuntimeError: weights not found"),
     # A scheme that cannot apply to the model.
     (["--model", "factories.py:small_linear", "--quantize", "8da4w"],
-     "quantizing with 8da4w failed: AssertionError: Expecting input size at 1 dimension: 3 to be divisible "
-     "by block_size at 1 dimension: 32"),
+     "quantizing with 8da4w failed: ValueError: 8da4w quantizes in groups of 32, which must divide each "
+     "layer's input width; these do not: the model (3)"),
     (["--model", "add_mul", "--quantize", "int8-dynamic"],
      "--quantize int8-dynamic found nothing to quantize in add_mul; its layers are not ones this scheme "
      "quantizes"),
