@@ -68,9 +68,15 @@ test: venv browser ## everything CI checks: offline strict build, the test suite
 	$(MAKE) --no-print-directory linkcheck VENV=$(VENV) || status=1; \
 	exit $$status
 
-check: venv ## fast static checks; runs no recipe
+# The static tests: no model is exported or lowered, no recipe runs. The
+# tests that lower models (AOT compiler, quantization, probes, build cache)
+# run in `make test`.
+CHECK_TESTS := tests/test_regions.py tests/test_facts.py tests/test_readme.py \
+  tests/test_environment.py tests/test_doccheck.py tests/test_site.py tests/test_parallel_safety.py
+
+check: venv ## fast static checks (drift rules, README copies, pins); runs no recipe, lowers no model
 	$(BIN)/python -m xnnguide.doccheck $(DOCCHECK_PATHS)
-	$(BIN)/python -m pytest -m "not build" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m "not build" $(PYTEST_ARGS) $(CHECK_TESTS)
 
 recipe: venv ## run one recipe alone, no site build: make recipe R=snippets/<name>.py
 	@test -n "$(R)" || { echo "usage: make recipe R=snippets/<name>.py" >&2; exit 2; }
