@@ -21,7 +21,7 @@ ENV_KEY   := $(shell cat requirements.txt pyproject.toml | sha256sum | cut -c1-1
 ENV_STAMP := $(VENV)/.installed-$(ENV_KEY)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv html browser linkcheck test check recipe bench serve clean distclean
+.PHONY: help venv html browser linkcheck test check recipe bench bench-aot serve clean distclean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -86,6 +86,9 @@ recipe: venv ## run one recipe alone, no site build: make recipe R=snippets/<nam
 BENCH_ARGS ?=
 bench: venv ## time a cold, a no-op and a one-recipe rebuild, and the cold build's memory
 	$(BIN)/python -m xnnguide.bench --make "$(MAKE) --no-print-directory VENV=$(VENV)" $(BENCH_ARGS)
+
+bench-aot: venv ## time our AOT compiler against ExecuTorch's example one, same model and scheme
+	$(BIN)/python -m xnnguide.compare_aot_compilers $(BENCH_AOT_ARGS)
 
 serve: venv ## rebuild and reload the site on every change
 	$(BIN)/sphinx-autobuild -c . -d $(BUILDDIR)/doctrees docs $(HTMLDIR) \

@@ -490,6 +490,9 @@ def test_calibration_samples_sets_how_many_inputs_calibrate(workdir):
     samples = model_zoo.calibration_inputs(*model_zoo.load("linear")[2:], 3)
     assert len(samples) == 3 and all(s[0].shape == (4, 64) for s in samples)
     assert not torch_equal(samples[1][0], samples[2][0])
+    one = cli("--model", "linear", "--quantize", "int8-static", "--calibration-samples", "1", "-o", "out")
+    assert one.status == 0, one.output
+    assert "] export and quantize (1 calibration sample) " in one.stdout
 
 
 def torch_equal(a, b) -> bool:

@@ -127,3 +127,67 @@ def test_8da4w_refuses_widths_the_group_size_does_not_divide_and_changes_nothing
     assert "\n" not in str(error.value)
     # The embedding and the first linear layer would fit, but were not touched either.
     assert all(type(module.weight) is torch.nn.Parameter for module in model)
+
+
+class _ConvBnNet(torch.nn.Module):
+    """Convolutions with batch norm and ReLU, additions with and without ReLU, a linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU()
+        )
+        self.block = torch.nn.Sequential(torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.BatchNorm2d(8))
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.stem(x)
+        y = torch.relu(self.block(y) + y)
+        pooled = y.mean(dim=(2, 3))
+        return self.head(pooled) + pooled[:, :4]
+
+
+def _conv_bn_net():
+    torch.manual_seed(0)
+    model = _ConvBnNet()
+    for norm in (model.stem[1], model.block[1]):  # non-trivial statistics to fold
+        norm.running_mean.uniform_(-0.5, 0.5)
+        norm.running_var.uniform_(0.5, 2.0)
+    return model.eval(), (torch.randn(2, 3, 16, 16),)
+
+
+def _quantize_with_every_pattern(model, inputs, calibration, per_channel):
+    # The reference: the XNNPACK quantizer as it comes, QAT patterns included.
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer,
+        get_symmetric_quantization_config,
+    )
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    quantizer = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=per_channel))
+    prepared = prepare_pt2e(torch.export.export(model, inputs).module(), quantizer)
+    with torch.no_grad():
+        for sample in calibration:
+            prepared(*sample)
+    return convert_pt2e(prepared)
+
+
+@pytest.mark.parametrize("per_channel", [True, False])
+def test_leaving_out_the_qat_patterns_changes_nothing_in_post_training_quantization(per_channel):
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import XNNPACKQuantizer
+
+    # The module drops these patterns; if a release had none, the line would be dead.
+    assert any(pattern.is_qat for pattern in XNNPACKQuantizer.SUPPORTED_PATTERNS)
+    model, inputs = _conv_bn_net()
+    calibration = [inputs, (torch.randn(2, 3, 16, 16),)]
+    ours = quantization.quantize_pt2e(model, inputs, calibration, per_channel=per_channel)
+    reference = _quantize_with_every_pattern(model, inputs, calibration, per_channel)
+    assert ours.code == reference.code
+    ours_state, reference_state = ours.state_dict(), reference.state_dict()
+    assert ours_state.keys() == reference_state.keys()
+    for name in ours_state:
+        assert torch.equal(ours_state[name], reference_state[name]), name
+    with torch.no_grad():
+        assert torch.equal(ours(*inputs), reference(*inputs))
+    # And it did quantize: the convolutions' weights went through int8.
+    assert "quantized_decomposed.dequantize_per_" in " ".join(_targets(ours))

@@ -534,7 +534,10 @@ def compile_model(args: argparse.Namespace) -> Result:
             # PT2E exports the model, quantizes the graph, and the result is
             # exported again for lowering. A model export rejects is reported
             # before any time goes to calibration.
-            samples = f" ({len(calibration)} calibration samples)" if scheme in STATIC_SCHEMES else ""
+            samples = ""
+            if scheme in STATIC_SCHEMES:
+                count = len(calibration)
+                samples = f" ({count} calibration sample{'' if count == 1 else 's'})"
             with progress.step(f"export and quantize{samples}"):
                 reference = _quantize(args, model, example_inputs, calibration)
                 exported = _export(reference, example_inputs, args.verbose)

@@ -60,8 +60,10 @@ def quantize_pt2e(
     The model is exported with *example_inputs* (put it in ``eval()`` mode
     first), annotated by ``XNNPACKQuantizer`` with
     ``get_symmetric_quantization_config(is_per_channel=per_channel,
-    is_dynamic=dynamic)``, prepared with ``prepare_pt2e``, fed every tuple of
-    *calibration_inputs*, and converted with ``convert_pt2e``.
+    is_dynamic=dynamic)`` (less its quantization-aware-training patterns,
+    which cannot match here and only cost time), prepared with
+    ``prepare_pt2e``, fed every tuple of *calibration_inputs*, and converted
+    with ``convert_pt2e``.
 
     With ``dynamic=False`` the observers record activation ranges from the
     calibration inputs, so give it representative data: the scales are frozen
@@ -98,6 +100,11 @@ def quantize_pt2e(
     quantizer = XNNPACKQuantizer().set_global(
         get_symmetric_quantization_config(is_per_channel=per_channel, is_dynamic=dynamic)
     )
+    # The quantizer also tries conv + batch-norm patterns, which exist for
+    # quantization-aware training. prepare_pt2e folds batch norm into the
+    # convolutions before it annotates, so here they can never match; yet
+    # each one is traced into a pattern graph on every call. Leave them out.
+    quantizer.SUPPORTED_PATTERNS = [p for p in quantizer.SUPPORTED_PATTERNS if not p.is_qat]
     prepared = prepare_pt2e(captured, quantizer)
     # [end quant_pt2e_prepare]
     # [start quant_pt2e_calibrate]
