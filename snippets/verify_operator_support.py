@@ -80,6 +80,9 @@ for row in rows:
     print(" | ".join(row[:5]))
 
 # sphinx_gallery_start_ignore
+# It lowers and runs dozens of probe programs, several times longer than most
+# recipes: start it first, so that the short ones fill the other cores.
+# xnnguide_start_early = True
 from xnnguide import facts
 
 # Every claim has exactly one result, and every operator a row.

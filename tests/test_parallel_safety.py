@@ -1,4 +1,4 @@
-"""Recipes that time things run alone, never beside another recipe."""
+"""Recipes that time things run alone, never beside another recipe; long ones start first."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from sphinx_gallery.py_source_parser import split_code_and_text_blocks
 
 from conftest import GALLERY, SNIPPETS
-from xnnguide.sphinxext import load_run_record
+from xnnguide.sphinxext import _install_execution_order, _start_long_recipes_first, load_run_record, starts_early
 
 
 def _times_something(source) -> bool:
@@ -38,3 +38,50 @@ def test_timing_recipes_ran_in_the_sphinx_process(built_site, source):
     record = load_run_record(GALLERY, source.stem)
     assert record is not None, f"{source.name} never ran"
     assert record.get("worker") is False, f"{source.name} ran in a worker process, beside other recipes"
+
+
+# -- the order in which worker processes get the recipes ----------------------------
+
+EARLY_RECIPES = sorted(source.stem for source in SNIPPETS.glob("*.py") if starts_early(source))
+
+
+def test_the_long_parallel_recipes_declare_that_they_start_early():
+    assert EARLY_RECIPES == ["quantize_mobilenet_v2_int8_static", "verify_operator_support"]
+
+
+def test_starts_early_reads_only_the_exact_declaration(tmp_path):
+    cases = {
+        "# xnnguide_start_early = True\n": True,
+        "x = 1\n    #   xnnguide_start_early=True  \n": True,
+        "# xnnguide_start_early = False\n": False,
+        "# xnnguide_start_early = True later\n": False,
+        "print('xnnguide_start_early = True')\n": False,
+    }
+    for number, (text, expected) in enumerate(cases.items()):
+        recipe = tmp_path / f"recipe_{number}.py"
+        recipe.write_text(text)
+        assert starts_early(recipe) is expected, text
+
+
+def test_declared_recipes_go_to_the_workers_first_in_gallery_order(tmp_path):
+    names = ["a_short.py", "b_long.py", "c_serial.py", "d_short.py", "e_long.py"]
+    for name in names:
+        early = name.split("_")[1] == "long.py"
+        (tmp_path / name).write_text("# xnnguide_start_early = True\n" if early else "x = 1\n")
+
+    def split(listdir, src_dir, gallery_conf):  # stands in for sphinx-gallery's own
+        return [n for n in listdir if "serial" in n], [n for n in listdir if "serial" not in n]
+
+    serial, parallel = _start_long_recipes_first(split)(names, tmp_path, {})
+    assert serial == ["c_serial.py"]
+    assert parallel == ["b_long.py", "e_long.py", "a_short.py", "d_short.py"]
+
+
+def test_the_extension_wraps_sphinx_gallerys_split_once():
+    from sphinx_gallery import gen_rst
+
+    _install_execution_order()
+    wrapped = gen_rst._split_parallel
+    assert getattr(wrapped, "xnnguide_wrapped", False)
+    _install_execution_order()
+    assert gen_rst._split_parallel is wrapped, "wrapped twice"

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import BUILD, GALLERY, ROOT, SNIPPETS
 from xnnguide.results import check_recipes, junit_failures
-from xnnguide.sphinxext import load_run_record, records_dir
+from xnnguide.sphinxext import load_run_record, records_dir, starts_early
 
 pytestmark = pytest.mark.build
 
@@ -56,3 +56,15 @@ def test_every_recipe_ran_once_or_was_up_to_date(built_site):
     for name in ran:  # a recipe that ran left a run record of this build
         record = load_run_record(GALLERY, name)
         assert record and record["build_id"] == summary["build_id"], f"{name}: run record of another build"
+
+
+def test_recipes_declared_long_went_to_the_workers_first(built_site):
+    _, summary = _last_build()
+    order = summary["execution_order"]
+    assert sorted(order) == sorted(source.stem for source in SNIPPETS.glob("*.py")), order
+    serial = [source.stem for source in SNIPPETS.glob("*.py") if "# sphinx_gallery_parallel = False" in source.read_text()]
+    parallel = [name for name in order if name not in serial]
+    early = sorted(source.stem for source in SNIPPETS.glob("*.py") if starts_early(source))
+    assert early, "no recipe declares xnnguide_start_early"
+    assert parallel[: len(early)] == early, f"worker order: {parallel}"
+    assert order[: len(serial)] == sorted(serial), f"serial recipes first: {order}"

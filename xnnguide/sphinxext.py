@@ -13,11 +13,15 @@ What it adds to a build:
 * a cache that knows a recipe's dependencies (:func:`stale_reason`), a time
   budget per recipe (:func:`budget_seconds`), and thread limits for recipes
   that sphinx-gallery runs side by side in worker processes.
+* an execution order for those worker processes that starts the recipes
+  declared long first (:func:`starts_early`), so that the short ones fill
+  the other cores around them instead of leaving one core idle at the end.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 import json
 import os
@@ -32,6 +36,7 @@ from typing import Any
 from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
@@ -126,6 +131,58 @@ def budget_seconds(source: str | os.PathLike[str], default: float = DEFAULT_BUDG
     if len(found) > 1:
         raise ValueError(f"{source}: declares xnnguide_budget_seconds {len(found)} times")
     return float(found[0]) if found else float(default)
+
+
+_START_EARLY = re.compile(r"^\s*#\s*xnnguide_start_early\s*=\s*True\s*$", re.MULTILINE)
+
+
+def starts_early(source: str | os.PathLike[str]) -> bool:
+    """Whether a recipe asks to start before the other recipes that run in parallel.
+
+    sphinx-gallery hands recipes to its worker processes in gallery order
+    (by file name). A recipe that runs several times longer than the others
+    and comes late in that order is still running long after the others
+    have finished, on one core while the rest stand idle. Such a recipe
+    declares, best inside an ignore block::
+
+        # xnnguide_start_early = True
+
+    Declared recipes go to the workers first, in gallery order; the gallery's
+    pages and index keep their order.
+    """
+    return bool(_START_EARLY.search(Path(source).read_text(encoding="utf-8")))
+
+
+#: The order in which this build's gallery went through its recipes.
+_execution_order: list[str] = []
+
+
+def _start_long_recipes_first(split: Any) -> Any:
+    """Wrap sphinx-gallery's split of recipes into serial and parallel ones."""
+
+    @functools.wraps(split)
+    def split_parallel(listdir: list[str], src_dir: Any, gallery_conf: dict[str, Any]) -> Any:
+        serial, parallel = split(listdir, src_dir, gallery_conf)
+        # sorted() is stable: each group keeps the gallery order.
+        parallel = sorted(parallel, key=lambda name: not starts_early(Path(src_dir, name)))
+        _execution_order[:] = [Path(name).stem for name in [*serial, *parallel]]
+        return serial, parallel
+
+    split_parallel.xnnguide_wrapped = True  # type: ignore[attr-defined]
+    return split_parallel
+
+
+def _install_execution_order() -> None:
+    from sphinx_gallery import gen_rst
+
+    split = getattr(gen_rst, "_split_parallel", None)
+    if split is None:
+        raise ExtensionError(
+            "xnnguide.sphinxext: sphinx_gallery.gen_rst._split_parallel is gone from this "
+            "sphinx-gallery; the start-early order of recipes (xnnguide_start_early) needs it"
+        )
+    if not getattr(split, "xnnguide_wrapped", False):
+        gen_rst._split_parallel = _start_long_recipes_first(split)
 
 
 def _in_worker() -> bool:
@@ -370,6 +427,7 @@ def _start_build(app: Sphinx) -> None:
     os.environ[_BUILD_PID] = str(os.getpid())
     os.environ[_BUILD_ID] = uuid.uuid4().hex
     _build_started[:] = [time.perf_counter()]
+    _execution_order.clear()
     gallery = Path(app.srcdir) / app.config.xnnguide_gallery_dir
     folder = records_dir(gallery)
     folder.mkdir(parents=True, exist_ok=True)
@@ -461,6 +519,8 @@ def _finish_build(app: Sphinx) -> None:
         "skipped": [Path(src).stem for src in gallery_conf.get("stale_examples", [])],
         "gallery_seconds": round(time.perf_counter() - started, 3),
         "parallel": gallery_conf.get("parallel"),
+        # Every recipe of the gallery, run or skipped, in the order it came up.
+        "execution_order": list(_execution_order),
     }
     if app.builder.name == "html":  # like the executions log, it describes the HTML build
         path = records_dir(gallery) / "build.json"
@@ -470,6 +530,7 @@ def _finish_build(app: Sphinx) -> None:
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_config_value("xnnguide_gallery_dir", "gallery", "env")
     app.add_config_value("xnnguide_default_budget_seconds", DEFAULT_BUDGET_SECONDS, "")
+    _install_execution_order()
     app.add_role("fact", FactRole())
     app.add_directive("fact-table", FactTableDirective)
     app.add_directive("verified-stamp", VerifiedStampDirective)
