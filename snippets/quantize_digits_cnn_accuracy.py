@@ -89,28 +89,14 @@ quantized = {
 # %%
 # Lower to XNNPACK
 # ----------------
+# All three models, fp32 and both int8 schemes, go through the same lowering,
+# :func:`xnnguide.lowering.lower_to_pte`.
 
-from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-from executorch.backends.xnnpack.utils.configs import get_transform_passes
-from executorch.devtools.backend_debug import get_delegation_info
-from executorch.exir import to_edge_transform_and_lower
+from xnnguide.lowering import lower_to_pte
 
-
-def lower_to_pte(module, path):
-    """Export *module*, lower it to XNNPACK, write *path*; return the delegation info."""
-    edge_program = to_edge_transform_and_lower(
-        torch.export.export(module, example_inputs),
-        transform_passes=get_transform_passes(),
-        partitioner=[XnnpackPartitioner()],
-    )
-    with open(path, "wb") as file:
-        file.write(edge_program.to_executorch().buffer)
-    return get_delegation_info(edge_program.exported_program().graph_module)
-
-
-delegation = {"fp32": lower_to_pte(model, "digits_cnn_fp32.pte")}
+delegation = {"fp32": lower_to_pte(model, example_inputs, "digits_cnn_fp32.pte")}
 for scheme, module in quantized.items():
-    delegation[scheme] = lower_to_pte(module, f"digits_cnn_{scheme}.pte")
+    delegation[scheme] = lower_to_pte(module, example_inputs, f"digits_cnn_{scheme}.pte")
 print(delegation["int8-static"].get_summary())
 
 # %%

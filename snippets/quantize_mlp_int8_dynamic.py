@@ -59,31 +59,17 @@ quantized_model = quantize(model, example_inputs, "int8-dynamic")
 # %%
 # Lower fp32 and int8
 # -------------------
-# The same lowering call for both. In the int8 graph each linear layer is
+# The same lowering call for both, :func:`xnnguide.lowering.lower_to_pte`
+# (export, lower with the XNNPACK transform passes and partitioner, write the
+# ``.pte``, return the delegation info). In the int8 graph each linear layer is
 # preceded by ``choose_qparams``, ``quantize`` and ``dequantize`` of its input
 # and a ``dequantize`` of its weight; the partitioner turns each such group
 # into one XNNPACK dynamically quantized fully-connected operator.
 
-from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-from executorch.backends.xnnpack.utils.configs import get_transform_passes
-from executorch.devtools.backend_debug import get_delegation_info
-from executorch.exir import to_edge_transform_and_lower
+from xnnguide.lowering import lower_to_pte
 
-
-def lower_to_pte(module, path):
-    """Export *module*, lower it to XNNPACK, write *path*; return the delegation info."""
-    edge_program = to_edge_transform_and_lower(
-        torch.export.export(module, example_inputs),
-        transform_passes=get_transform_passes(),
-        partitioner=[XnnpackPartitioner()],
-    )
-    with open(path, "wb") as file:
-        file.write(edge_program.to_executorch().buffer)
-    return get_delegation_info(edge_program.exported_program().graph_module)
-
-
-fp32_delegation = lower_to_pte(model, "mlp_fp32.pte")
-int8_delegation = lower_to_pte(quantized_model, "mlp_int8_dynamic.pte")
+fp32_delegation = lower_to_pte(model, example_inputs, "mlp_fp32.pte")
+int8_delegation = lower_to_pte(quantized_model, example_inputs, "mlp_int8_dynamic.pte")
 print(int8_delegation.get_summary())
 
 # %%

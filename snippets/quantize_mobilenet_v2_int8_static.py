@@ -55,32 +55,18 @@ quantized_model = quantize(model, example_inputs, "int8-static", calibration_inp
 # %%
 # Lower fp32 and int8 the same way
 # --------------------------------
-# A quantized model is exported and lowered exactly like an fp32 one. The
+# A quantized model is exported and lowered exactly like an fp32 one, so one
+# function, :func:`xnnguide.lowering.lower_to_pte`, does both: the flow of the
+# overview, returning ``get_delegation_info`` of the lowered graph. The
 # partitioner finds each quantize/dequantize group around a convolution, an
 # addition or a linear layer and hands it to XNNPACK as one int8 operator.
 # The fp32 program is built only to compare sizes and outputs.
 
 # [start quant_static_lower]
-from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-from executorch.backends.xnnpack.utils.configs import get_transform_passes
-from executorch.devtools.backend_debug import get_delegation_info
-from executorch.exir import to_edge_transform_and_lower
+from xnnguide.lowering import lower_to_pte
 
-
-def lower_to_pte(module, path):
-    """Export *module*, lower it to XNNPACK, write *path*; return the delegation info."""
-    edge_program = to_edge_transform_and_lower(
-        torch.export.export(module, example_inputs),
-        transform_passes=get_transform_passes(),
-        partitioner=[XnnpackPartitioner()],
-    )
-    with open(path, "wb") as file:
-        file.write(edge_program.to_executorch().buffer)
-    return get_delegation_info(edge_program.exported_program().graph_module)
-
-
-fp32_delegation = lower_to_pte(model, "mobilenet_v2_fp32.pte")
-int8_delegation = lower_to_pte(quantized_model, "mobilenet_v2_int8_static.pte")
+fp32_delegation = lower_to_pte(model, example_inputs, "mobilenet_v2_fp32.pte")
+int8_delegation = lower_to_pte(quantized_model, example_inputs, "mobilenet_v2_int8_static.pte")
 print(int8_delegation.get_summary())
 # [end quant_static_lower]
 
