@@ -196,7 +196,7 @@ print(f".pte size, 8da4w / fp32: {size_ratio:.2f}")
 # [end quant_8da4w_run]
 
 # sphinx_gallery_start_ignore
-from xnnguide import facts
+from xnnguide import facts, quantization
 
 output_scale = fp32_output.abs().max().item()
 assert output_scale > 0.1, "outputs too small for a relative tolerance"
@@ -208,36 +208,17 @@ assert len(qb4w_ops) == 5, qb4w_ops
 assert int8_delegation.num_delegated_subgraphs >= 1
 assert error_vs_fp32 < 0.2, f"8da4w strays {error_vs_fp32:.3f} from fp32"
 
-fp32_size = os.path.getsize("decoder_fp32.pte")
-int8_size = os.path.getsize("decoder_8da4w.pte")
 max_error_int8 = (int8_pte_output - int8_eager_output).abs().max().item()
 max_error_fp32 = (int8_pte_output - fp32_output).abs().max().item()
 facts.record("output_scale", output_scale, f"{output_scale:.2f}")
 facts.record("tolerance", tolerance, f"{tolerance:.4f}")
 facts.record("max_error_vs_int8_eager", max_error_int8, f"{max_error_int8:.1e}")
 facts.record("max_error_vs_fp32", max_error_fp32, f"{max_error_fp32:.3f}")
-facts.record("relative_error_vs_int8_eager", error_vs_int8_eager, f"{error_vs_int8_eager:.4f}")
-facts.record("relative_error_vs_fp32", error_vs_fp32, f"{error_vs_fp32:.4f}")
-facts.record("fp32_pte_size_bytes", fp32_size, f"{fp32_size:,} bytes")
-facts.record("int8_pte_size_bytes", int8_size, f"{int8_size:,} bytes")
-facts.record("size_ratio", size_ratio, f"{size_ratio:.2f}")
-facts.record("delegated_nodes", int8_delegation.num_delegated_nodes)
-facts.record("non_delegated_nodes", int8_delegation.num_non_delegated_nodes)
-facts.record("delegated_subgraphs", int8_delegation.num_delegated_subgraphs)
 facts.record("qb4w_operator", qb4w_ops[0], qb4w_ops[0])
 facts.record("qb4w_count", len(qb4w_ops))
 facts.record("outside_operators", operators, ", ".join(operators))
-facts.record_table(
-    "results",
-    ["Program", ".pte bytes", "Size vs fp32", "Nodes delegated / not",
-     "Rel. error vs 8da4w eager", "Rel. error vs fp32"],
-    [
-        ["fp32", f"{fp32_size:,}", "1.00",
-         f"{fp32_delegation.num_delegated_nodes} / {fp32_delegation.num_non_delegated_nodes}", "", ""],
-        ["8da4w", f"{int8_size:,}", f"{size_ratio:.2f}",
-         f"{int8_delegation.num_delegated_nodes} / {int8_delegation.num_non_delegated_nodes}",
-         f"{error_vs_int8_eager:.4f}", f"{error_vs_fp32:.4f}"],
-    ],
+quantization.record_results(
+    "8da4w", "decoder_fp32.pte", "decoder_8da4w.pte", fp32_delegation, int8_delegation,
+    error_vs_int8_eager, error_vs_fp32, eager="8da4w",
 )
-facts.record("schemes", ["8da4w"], "8da4w")
 # sphinx_gallery_end_ignore

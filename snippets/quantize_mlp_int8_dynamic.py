@@ -118,7 +118,7 @@ print(f"relative error against fp32 eager: {error_vs_fp32:.4f}")
 print(f".pte size, int8 / fp32: {size_ratio:.2f}")
 
 # sphinx_gallery_start_ignore
-from xnnguide import facts
+from xnnguide import facts, quantization
 
 output_scale = fp32_output.abs().max().item()
 # Vanishing outputs (untrained networks can shrink them to ~1e-9) would make
@@ -129,33 +129,14 @@ assert int8_delegation.num_delegated_subgraphs >= 1
 assert int8_delegation.num_non_delegated_nodes <= 1, int8_delegation.get_summary()
 assert error_vs_fp32 < 0.1, f"dynamic int8 strays {error_vs_fp32:.3f} from fp32"
 
-fp32_size = os.path.getsize("mlp_fp32.pte")
-int8_size = os.path.getsize("mlp_int8_dynamic.pte")
 max_error_int8 = (int8_pte_output - int8_eager_output).abs().max().item()
 max_error_fp32 = (int8_pte_output - fp32_output).abs().max().item()
 facts.record("output_scale", output_scale, f"{output_scale:.2f}")
 facts.record("tolerance", tolerance, f"{tolerance:.4f}")
 facts.record("max_error_vs_int8_eager", max_error_int8, f"{max_error_int8:.1e}")
 facts.record("max_error_vs_fp32", max_error_fp32, f"{max_error_fp32:.4f}")
-facts.record("relative_error_vs_int8_eager", error_vs_int8_eager, f"{error_vs_int8_eager:.4f}")
-facts.record("relative_error_vs_fp32", error_vs_fp32, f"{error_vs_fp32:.4f}")
-facts.record("fp32_pte_size_bytes", fp32_size, f"{fp32_size:,} bytes")
-facts.record("int8_pte_size_bytes", int8_size, f"{int8_size:,} bytes")
-facts.record("size_ratio", size_ratio, f"{size_ratio:.2f}")
-facts.record("delegated_nodes", int8_delegation.num_delegated_nodes)
-facts.record("non_delegated_nodes", int8_delegation.num_non_delegated_nodes)
-facts.record("delegated_subgraphs", int8_delegation.num_delegated_subgraphs)
-facts.record_table(
-    "results",
-    ["Program", ".pte bytes", "Size vs fp32", "Nodes delegated / not",
-     "Rel. error vs int8 eager", "Rel. error vs fp32"],
-    [
-        ["fp32", f"{fp32_size:,}", "1.00",
-         f"{fp32_delegation.num_delegated_nodes} / {fp32_delegation.num_non_delegated_nodes}", "", ""],
-        ["int8-dynamic", f"{int8_size:,}", f"{size_ratio:.2f}",
-         f"{int8_delegation.num_delegated_nodes} / {int8_delegation.num_non_delegated_nodes}",
-         f"{error_vs_int8_eager:.4f}", f"{error_vs_fp32:.4f}"],
-    ],
+quantization.record_results(
+    "int8-dynamic", "mlp_fp32.pte", "mlp_int8_dynamic.pte", fp32_delegation, int8_delegation,
+    error_vs_int8_eager, error_vs_fp32,
 )
-facts.record("schemes", ["int8-dynamic"], "int8-dynamic")
 # sphinx_gallery_end_ignore

@@ -129,7 +129,7 @@ print(f".pte size, int8 / fp32: {size_ratio:.2f}")
 # times longer than most recipes: start it first, so that the short ones fill
 # the other cores.
 # xnnguide_start_early = True
-from xnnguide import facts
+from xnnguide import facts, quantization
 
 # The tolerance means something only if the logits are not vanishingly small.
 logit_scale = fp32_output.abs().max().item()
@@ -140,36 +140,16 @@ assert int8_delegation.num_delegated_subgraphs >= 1
 assert int8_delegation.num_delegated_nodes > 10 * int8_delegation.num_non_delegated_nodes
 assert error_vs_fp32 < 0.5, f"int8 strays {error_vs_fp32:.3f} from fp32"
 
-fp32_size = os.path.getsize("mobilenet_v2_fp32.pte")
-int8_size = os.path.getsize("mobilenet_v2_int8_static.pte")
 max_error_int8 = (int8_pte_output - int8_eager_output).abs().max().item()
 max_error_fp32 = (int8_pte_output - fp32_output).abs().max().item()
 facts.record("logit_scale", logit_scale, f"{logit_scale:.2f}")
 facts.record("tolerance", tolerance, f"{tolerance:.3f}")
 facts.record("max_error_vs_int8_eager", max_error_int8, f"{max_error_int8:.3f}")
 facts.record("max_error_vs_fp32", max_error_fp32, f"{max_error_fp32:.3f}")
-facts.record("relative_error_vs_int8_eager", error_vs_int8_eager, f"{error_vs_int8_eager:.3f}")
-facts.record("relative_error_vs_fp32", error_vs_fp32, f"{error_vs_fp32:.3f}")
 facts.record("same_top1", bool(fp32_output.argmax() == int8_pte_output.argmax()),
              "yes" if fp32_output.argmax() == int8_pte_output.argmax() else "no")
-facts.record("fp32_pte_size_bytes", fp32_size, f"{fp32_size:,} bytes")
-facts.record("int8_pte_size_bytes", int8_size, f"{int8_size:,} bytes")
-facts.record("size_ratio", size_ratio, f"{size_ratio:.2f}")
-facts.record("delegated_nodes", int8_delegation.num_delegated_nodes)
-facts.record("non_delegated_nodes", int8_delegation.num_non_delegated_nodes)
-facts.record("delegated_subgraphs", int8_delegation.num_delegated_subgraphs)
-facts.record_table(
-    "results",
-    ["Program", ".pte bytes", "Size vs fp32", "Nodes delegated / not",
-     "Rel. error vs int8 eager", "Rel. error vs fp32"],
-    [
-        ["fp32", f"{fp32_size:,}", "1.00",
-         f"{fp32_delegation.num_delegated_nodes} / {fp32_delegation.num_non_delegated_nodes}", "", ""],
-        ["int8-static", f"{int8_size:,}", f"{size_ratio:.2f}",
-         f"{int8_delegation.num_delegated_nodes} / {int8_delegation.num_non_delegated_nodes}",
-         f"{error_vs_int8_eager:.3f}", f"{error_vs_fp32:.3f}"],
-    ],
+quantization.record_results(
+    "int8-static", "mobilenet_v2_fp32.pte", "mobilenet_v2_int8_static.pte",
+    fp32_delegation, int8_delegation, error_vs_int8_eager, error_vs_fp32, digits=3,
 )
-# The schemes this run exercised end to end; the Quantization page's test reads them.
-facts.record("schemes", ["int8-static"], "int8-static")
 # sphinx_gallery_end_ignore
