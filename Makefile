@@ -13,7 +13,11 @@ OFFLINE   ?= unshare -rn
 PYTEST_ARGS ?=
 # What the drift checker (python -m xnnguide.doccheck) reads.
 DOCCHECK_PATHS := README.md docs snippets
-# The checkout's own xnnguide comes first, also in recipe worker processes.
+# The checkout's xnnguide (the site's extension, checks and tools) is found
+# through PYTHONPATH, in recipe worker processes too. It is deliberately not
+# installed into $(VENV): a reader's environment has no xnnguide, and the
+# tests that run downloads as a reader (tests/test_reader_runs.py) rely on
+# dropping PYTHONPATH to get exactly that.
 export PYTHONPATH := $(CURDIR)
 # The environment is keyed by the content of the files that define it, not by
 # their timestamps, so a fresh clone or a worktree reuses a matching .venv.
@@ -35,7 +39,6 @@ $(ENV_STAMP):
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --disable-pip-version-check --progress-bar off -r requirements.txt
-	$(BIN)/pip install --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
 
 html: venv ## build the site into _build/html, running every changed recipe
@@ -71,11 +74,12 @@ test: venv browser ## everything CI checks: offline strict build, the test suite
 # The static tests: no model is exported or lowered, no recipe runs. The
 # tests that lower models (AOT compiler, quantization, probes, build cache)
 # run in `make test`.
-CHECK_TESTS := tests/test_regions.py tests/test_facts.py tests/test_readme.py \
+CHECK_TESTS := tests/test_reader_code.py tests/test_regions.py tests/test_facts.py tests/test_readme.py \
   tests/test_environment.py tests/test_doccheck.py tests/test_site.py tests/test_parallel_safety.py
 
-check: venv ## fast static checks (drift rules, README copies, pins); runs no recipe, lowers no model
+check: venv ## fast static checks (drift rules, reader code, README copies, pins); runs no recipe, lowers no model
 	$(BIN)/python -m xnnguide.doccheck $(DOCCHECK_PATHS)
+	$(BIN)/python -m xnnguide.reader_code $(DOCCHECK_PATHS)
 	$(BIN)/python -m pytest -q -m "not build" $(PYTEST_ARGS) $(CHECK_TESTS)
 
 recipe: venv ## run one recipe alone, no site build: make recipe R=snippets/<name>.py

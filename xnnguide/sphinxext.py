@@ -40,7 +40,7 @@ from sphinx.errors import ExtensionError
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
-from xnnguide import environment, facts
+from xnnguide import environment, facts, reader_code
 
 logger = logging.getLogger(__name__)
 
@@ -217,10 +217,33 @@ def _limit_threads(gallery_conf: dict[str, Any], source: Path) -> None:
             portable_lib._unsafe_reset_threadpool(threads)
 
 
+#: A region marker line, ``# [start name]`` or ``# [end name]``.
+REGION_MARKER = re.compile(r"^\s*# \[(?:start|end) [A-Za-z0-9_-]+\]\s*$")
+
+
+def _snippets_of(source: Path) -> Path:
+    """The ``snippets`` folder a recipe sits in, at the top or in a subsection."""
+    return next(parent for parent in source.parents if parent.name == "snippets")
+
+
+def _shown_recipe(record: dict[str, Any]) -> str:
+    """``snippets/...py`` for the recipe a run record describes."""
+    source = Path(record.get("source") or f"snippets/{record['recipe']}.py")
+    return f"snippets/{source.relative_to(_snippets_of(source))}" if "snippets" in source.parts[:-1] else str(source)
+
+
+def recipe_files(snippets: Path) -> list[Path]:
+    """Every recipe below *snippets*, in its gallery subsection or at the top."""
+    return sorted(path for path in snippets.rglob("*.py") if path.name != "__init__.py")
+
+
 def _recipe_source(gallery_conf: dict[str, Any], fname: str) -> Path:
     examples = gallery_conf["examples_dirs"]
     examples = examples if isinstance(examples, str) else examples[0]
-    return (Path(gallery_conf["src_dir"]) / examples / Path(fname).name).resolve()
+    snippets = (Path(gallery_conf["src_dir"]) / examples).resolve()
+    # sphinx-gallery names the file only, not its subsection; stems are unique.
+    found = [path for path in recipe_files(snippets) if path.name == Path(fname).name]
+    return found[0] if found else snippets / Path(fname).name
 
 
 def recipe_hook(gallery_conf: dict[str, Any], fname: str | None, when: str) -> None:
@@ -377,7 +400,7 @@ class VerifiedStampDirective(SphinxDirective):
         env = record["environment"]
         versions = ", ".join(f"{name} {version}" for name, version in env["versions"].items())
         text = (
-            f"Verified by running snippets/{recipe}.py on {record['finished'][:10]} "
+            f"Verified by running {_shown_recipe(record)} on {record['finished'][:10]} "
             f"({record['seconds']:.1f} s) with {versions}, Python {env['python']}, "
             f"on {env['cpu']} ({env['cores']} logical cores, {env['machine']})."
         )
@@ -386,15 +409,22 @@ class VerifiedStampDirective(SphinxDirective):
         return [note]
 
 
-def _stamp_gallery_pages(app: Sphinx, docname: str, source: list[str]) -> None:
-    """Append a verified stamp to every gallery page generated from a recipe."""
+def _gallery_page_source(app: Sphinx, docname: str, source: list[str]) -> None:
+    """Finish the source of every gallery page generated from a recipe.
+
+    A verified stamp is appended, and the region markers (``# [start x]``)
+    are taken out of its code cells: they serve the pages'
+    ``literalinclude``, and readers copying a cell need not see them.
+    """
     prefix = app.config.xnnguide_gallery_dir.rstrip("/") + "/"
     if not docname.startswith(prefix):
         return
-    recipe = docname[len(prefix):]
-    if "/" in recipe or not (Path(app.confdir) / "snippets" / f"{recipe}.py").is_file():
+    recipe = Path(app.confdir) / "snippets" / f"{docname[len(prefix):]}.py"
+    if not recipe.is_file():
         return
-    source[0] += f"\n\n.. verified-stamp:: {recipe}\n"
+    lines = source[0].splitlines()
+    source[0] = "\n".join(line for line in lines if not REGION_MARKER.match(line))
+    source[0] += f"\n\n.. verified-stamp:: {recipe.stem}\n"
 
 
 def stale_reason(gallery: Path, source: Path) -> str | None:
@@ -435,9 +465,10 @@ def _start_build(app: Sphinx) -> None:
         # Other builders (linkcheck) run after the HTML build in `make test`;
         # the log must keep describing the HTML build the tests read.
         (folder / "executions.log").write_text("", encoding="utf-8")
-    for source in sorted((Path(app.confdir) / "snippets").glob("*.py")):
+    snippets = Path(app.confdir) / "snippets"
+    for source in recipe_files(snippets):
         reason = stale_reason(gallery, source)
-        checksum = gallery / f"{source.name}.md5"
+        checksum = gallery / f"{source.relative_to(snippets)}.md5"
         if reason and checksum.exists():
             logger.info("recipe %s runs again: %s", source.name, reason)
             checksum.unlink()
@@ -445,7 +476,7 @@ def _start_build(app: Sphinx) -> None:
 
 def _over_budget(record: dict[str, Any], source: Path, default: float) -> str | None:
     """Why a recipe that passed must fail on time, or ``None``."""
-    shown = f"snippets/{source.name}"
+    shown = f"snippets/{source.relative_to(_snippets_of(source))}"
     try:
         budget = budget_seconds(source, default)
     except ValueError as error:
@@ -495,7 +526,7 @@ def _finish_build(app: Sphinx) -> None:
             record = {"recipe": name, "source": "", "source_sha256": "", "seconds": 0.0,
                       "finished": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
                       "environment": environment.describe()}
-        source = snippets / f"{name}.py"
+        source = next((path for path in recipe_files(snippets) if path.stem == name), snippets / f"{name}.py")
         if status == "passed" and source.is_file():
             late = _over_budget(record, source, default)
             if late:
@@ -503,7 +534,7 @@ def _finish_build(app: Sphinx) -> None:
                 src = next(s for s in gallery_conf["passing_examples"] if Path(s).stem == name)
                 gallery_conf["passing_examples"].remove(src)
                 gallery_conf["failing_examples"][src] = late
-                (gallery / f"{source.name}.md5").unlink(missing_ok=True)
+                (gallery / f"{source.relative_to(snippets)}.md5").unlink(missing_ok=True)
                 junit = gallery_conf.get("junit")
                 if junit:
                     _mark_junit_failure(Path(app.outdir) / junit, name, late)
@@ -525,6 +556,8 @@ def _finish_build(app: Sphinx) -> None:
     if app.builder.name == "html":  # like the executions log, it describes the HTML build
         path = records_dir(gallery) / "build.json"
         path.write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    # What readers download carries none of the site's own lines.
+    reader_code.write_downloads(gallery, snippets)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
@@ -534,7 +567,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_role("fact", FactRole())
     app.add_directive("fact-table", FactTableDirective)
     app.add_directive("verified-stamp", VerifiedStampDirective)
-    app.connect("source-read", _stamp_gallery_pages)
+    app.connect("source-read", _gallery_page_source)
     # Before sphinx-gallery (priority 500) runs the recipes.
     app.connect("builder-inited", _start_build, priority=400)
     # After sphinx-gallery has run the recipes and judged them.

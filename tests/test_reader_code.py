@@ -1,0 +1,105 @@
+"""The reader's copy of a recipe, and the check that it runs without this repository."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from xnnguide.reader_code import ReaderCodeError, check, reader_lines, reader_source
+
+RECIPE = '''"""
+A recipe
+========
+"""
+
+# [start model]
+import torch
+
+model = torch.nn.Linear(2, 2)
+# [end model]
+
+# sphinx_gallery_start_ignore
+from xnnguide import facts
+
+# sphinx_gallery_parallel = False
+facts.record("weights", model.weight.numel())
+# sphinx_gallery_end_ignore
+
+print(model(torch.ones(1, 2)))
+'''
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_the_reader_copy_drops_ignore_blocks_markers_and_build_comments():
+    copy = reader_source(RECIPE)
+    assert "xnnguide" not in copy and "sphinx_gallery" not in copy and "[start" not in copy
+    assert "model = torch.nn.Linear(2, 2)" in copy and copy.endswith("print(model(torch.ones(1, 2)))\n")
+    # Every kept line keeps its own line number in the recipe.
+    numbers = dict((line, number) for number, line in reader_lines(RECIPE))
+    assert numbers["print(model(torch.ones(1, 2)))"] == RECIPE.splitlines().index("print(model(torch.ones(1, 2)))") + 1
+
+
+def test_a_clean_recipe_passes(tmp_path):
+    assert check([write(tmp_path, "ok.py", RECIPE)]) == []
+
+
+def test_a_name_only_an_ignore_block_defines_is_reported_at_its_recipe_line(tmp_path):
+    text = RECIPE.replace("print(model(torch.ones(1, 2)))", "facts.record('late', 1)")
+    problems = check([write(tmp_path, "late.py", text)])
+    line = text.splitlines().index("facts.record('late', 1)") + 1
+    assert problems == [f"{tmp_path / 'late.py'}:{line}: reader code: undefined name 'facts'"]
+
+
+def test_an_import_only_an_ignore_block_uses_is_reported(tmp_path):
+    text = RECIPE.replace("# [start model]\n", "# [start model]\nimport os\n")
+    text = text.replace("facts.record(\"weights\"", "os.getcwd()\nfacts.record(\"weights\"")
+    problems = check([write(tmp_path, "unused.py", text)])
+    assert problems == [f"{tmp_path / 'unused.py'}:7: reader code: 'os' imported but unused"]
+
+
+def test_a_side_effect_import_that_says_so_passes(tmp_path):
+    text = RECIPE.replace("import torch\n", "import torch\nimport executorch.kernels.quantized  # noqa: F401\n")
+    assert check([write(tmp_path, "noqa.py", text)]) == []
+
+
+def test_xnnguide_in_visible_code_or_prose_is_reported(tmp_path):
+    text = RECIPE.replace("import torch\n", "import torch\n\n# see xnnguide.models\nfrom xnnguide.models import x\n")
+    text = text.replace("torch.nn.Linear(2, 2)", "x(torch.nn.Linear(2, 2))")
+    problems = check([write(tmp_path, "private.py", text)])
+    assert [problem.split(": reader code: ")[0] for problem in problems] == [
+        f"{tmp_path / 'private.py'}:9", f"{tmp_path / 'private.py'}:10"]
+    assert all("mentions xnnguide" in problem for problem in problems)
+
+
+def test_unbalanced_ignore_blocks_are_an_error():
+    with pytest.raises(ReaderCodeError, match=r":3: sphinx_gallery_start_ignore is never closed"):
+        reader_lines("import torch\n\n# sphinx_gallery_start_ignore\nx = 1\n", "r.py")
+
+
+def test_pages_that_show_xnnguide_code_are_reported(tmp_path):
+    page = write(tmp_path, "page.md", "# Page\n\n```{literalinclude} %s\n```\n\n```python\nfrom xnnguide import facts\n```\n"
+                 % (ROOT / "xnnguide" / "facts.py"))
+    console = write(tmp_path, "tool.md", "```console\n$ python -m xnnguide.aot_compiler --help\n```\n")
+    problems = check([page, console])
+    assert [problem.split(": reader code: ")[0] for problem in problems] == [f"{page}:3", f"{page}:7"]
+
+
+def test_the_command_names_each_problem_and_fails(tmp_path):
+    text = RECIPE.replace("print(model", "print(facts, model")
+    bad = write(tmp_path, "bad.py", text)
+    line = text.splitlines().index("print(facts, model(torch.ones(1, 2)))") + 1
+    done = subprocess.run([sys.executable, "-m", "xnnguide.reader_code", str(bad)], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and f"{bad}:{line}: reader code: undefined name 'facts'" in done.stdout
+    missing = subprocess.run([sys.executable, "-m", "xnnguide.reader_code", str(tmp_path / "nope.py")], cwd=ROOT,
+                             capture_output=True, text=True)
+    assert missing.returncode == 2 and missing.stderr.startswith("error: no such file or folder")

@@ -1,0 +1,122 @@
+"""What readers download runs for them: a fresh interpreter, an empty folder, no xnnguide.
+
+The tests take the files the build offers for download (``_build/html/_downloads``)
+and the README's example, and run them the way a reader who has only
+``pip install executorch torchvision torchao`` would: a new interpreter, in
+an empty temporary folder, with this checkout off ``sys.path`` (no
+``PYTHONPATH``) and therefore no ``xnnguide``. Every other recipe's download
+is covered by the static check ``python -m xnnguide.reader_code`` (pyflakes
+on the same reader copy), and by the build, which runs every recipe.
+
+How long each run took is written to ``_build/reader-runs.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import HTML, ROOT, SNIPPETS
+
+from xnnguide.reader_code import reader_source
+from xnnguide.sphinxext import recipe_files
+
+pytestmark = pytest.mark.build
+
+#: Recipes whose downloads run here: the overview's and tutorial's recipe, a
+#: quantization recipe and a troubleshooting recipe.
+RUN_AS_READER = ["lower_mobilenet_v2_fp32", "quantize_mlp_int8_dynamic", "troubleshoot_runtime_inputs"]
+#: The recipe whose notebook runs through nbclient.
+NOTEBOOK = "troubleshoot_partial_delegation"
+TIMES = ROOT / "_build" / "reader-runs.json"
+SITE_LINES = re.compile(r"xnnguide|sphinx_gallery_(start|end)_ignore|# \[(start|end) ")
+
+
+def reader_environment() -> dict[str, str]:
+    """This process's environment without the checkout on the module path."""
+    return {name: value for name, value in os.environ.items() if name not in ("PYTHONPATH", "PYTHONSTARTUP")}
+
+
+def record_time(name: str, seconds: float) -> None:
+    times = json.loads(TIMES.read_text(encoding="utf-8")) if TIMES.is_file() else {}
+    times[name] = round(seconds, 1)
+    TIMES.write_text(json.dumps(times, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def download(built_site: Path, filename: str) -> Path:
+    found = sorted((built_site / "_downloads").glob(f"*/{filename}"))
+    assert len(found) == 1, f"expected one download named {filename}, found {[str(p) for p in found]}"
+    return found[0]
+
+
+def run_as_reader(script: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    folder = tmp_path / "reader"
+    folder.mkdir()
+    copy = folder / script.name
+    copy.write_bytes(script.read_bytes())
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, copy.name], cwd=folder, env=reader_environment(),
+                          capture_output=True, text=True, timeout=600)
+    record_time(script.name, time.perf_counter() - started)
+    return done
+
+
+def test_a_reader_environment_has_no_xnnguide(tmp_path):
+    done = subprocess.run([sys.executable, "-c", "import xnnguide"], cwd=tmp_path, env=reader_environment(),
+                          capture_output=True, text=True)
+    assert done.returncode != 0 and "No module named 'xnnguide'" in done.stderr, (
+        "xnnguide is importable without the checkout on PYTHONPATH, so the reader runs below "
+        f"would prove nothing: {done.stderr[-500:]}")
+
+
+@pytest.mark.parametrize("recipe", recipe_files(SNIPPETS), ids=lambda path: path.stem)
+def test_every_download_is_the_reader_copy(built_site, recipe):
+    expected = reader_source(recipe.read_text(encoding="utf-8"), str(recipe))
+    offered = download(built_site, recipe.name)
+    assert offered.read_text(encoding="utf-8") == expected, f"{offered} is not the reader copy of {recipe}"
+    notebook = json.loads(download(built_site, recipe.with_suffix(".ipynb").name).read_text(encoding="utf-8"))
+    for index, cell in enumerate(notebook["cells"]):
+        text = "".join(cell["source"])
+        assert not SITE_LINES.search(text), f"{recipe.stem}.ipynb cell {index} carries site lines:\n{text}"
+    with zipfile.ZipFile(download(built_site, recipe.with_suffix(".zip").name)) as archive:
+        assert archive.read(recipe.name).decode() == expected, f"{recipe.stem}.zip holds another {recipe.name}"
+        assert not SITE_LINES.search(archive.read(recipe.with_suffix(".ipynb").name).decode())
+
+
+@pytest.mark.parametrize("stem", RUN_AS_READER)
+def test_download_runs_as_a_reader(built_site, tmp_path, stem):
+    done = run_as_reader(download(built_site, f"{stem}.py"), tmp_path)
+    assert done.returncode == 0, f"{stem}.py failed for a reader:\n{done.stderr[-3000:]}"
+
+
+def test_readme_example_runs_as_a_reader(tmp_path):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```python\n(.*?)^```", readme, re.DOTALL | re.MULTILINE)
+    assert blocks, "README.md has no python block"
+    script = tmp_path / "readme_example.py"
+    script.write_text("\n".join(blocks), encoding="utf-8")
+    done = run_as_reader(script, tmp_path)
+    assert done.returncode == 0, f"README.md's example failed for a reader:\n{done.stderr[-3000:]}"
+    assert sorted(path.name for path in (tmp_path / "reader").glob("*.pte")), "README's example wrote no .pte"
+
+
+def test_notebook_runs_as_a_reader(built_site, tmp_path, monkeypatch):
+    import nbformat
+    from nbclient import NotebookClient
+
+    monkeypatch.delenv("PYTHONPATH", raising=False)  # the kernel inherits this environment
+    notebook = nbformat.read(download(built_site, f"{NOTEBOOK}.ipynb"), as_version=4)
+    client = NotebookClient(notebook, kernel_name="python3", timeout=600,
+                            resources={"metadata": {"path": str(tmp_path)}})
+    started = time.perf_counter()
+    client.execute()  # raises CellExecutionError, with the cell and traceback, on failure
+    record_time(f"{NOTEBOOK}.ipynb", time.perf_counter() - started)
+    outputs = [output for cell in notebook.cells for output in cell.get("outputs", [])]
+    assert not [output for output in outputs if output.get("output_type") == "error"]

@@ -1,0 +1,248 @@
+"""The code a reader gets: recipes without the site's own lines, and the check that it runs.
+
+A recipe carries two kinds of code. What a reader sees (the cells of its
+page, the regions other pages include, the ``.py`` and ``.ipynb`` downloads)
+must run with public packages only. The site's own lines (facts recorded
+for the pages, asserts, budget declarations) sit in sphinx-gallery's ignore
+blocks. sphinx-gallery drops those blocks from the page and the notebook but
+offers the recipe's ``.py`` as it is, so the build replaces that file, and
+the zip archives holding it, with :func:`reader_source`. The region markers
+(``# [start lower]``) go too: they are for the pages' ``literalinclude``, not
+for readers.
+
+``python -m xnnguide.reader_code [PATH ...]`` (run by ``make check``) reports,
+as ``file:line: reader code: ...``:
+
+* every pyflakes message on a recipe's reader copy, with the line number of
+  the recipe itself: an undefined name there is one that only an ignore
+  block defines, an unused import one that only an ignore block uses;
+* every mention of ``xnnguide`` in a reader copy;
+* every page that ``literalinclude``s a file of the ``xnnguide`` package, or
+  imports it in a Python block (pages under ``contributing/`` excepted:
+  contributors work in a checkout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = "xnnguide"
+
+_START_IGNORE = re.compile(r"^\s*#\s*sphinx_gallery_start_ignore\s*$")
+_END_IGNORE = re.compile(r"^\s*#\s*sphinx_gallery_end_ignore\s*$")
+# Lines that configure the build, not the reader's program: sphinx-gallery's
+# in-file options, this site's declarations, and region markers.
+_SITE_LINE = re.compile(
+    r"^\s*#\s*(?:(?:sphinx_gallery|xnnguide)_\w+\s*=.*|\[(?:start|end) [A-Za-z0-9_-]+\])\s*$"
+)
+_FENCE = re.compile(r"^(```+)\s*\{?([A-Za-z0-9_-]*)\}?")
+_IMPORT = re.compile(rf"^\s*(?:from|import)\s+{PACKAGE}\b")
+_INCLUDE = re.compile(r"(?:^```+\s*\{literalinclude\}|^\s*\.\.\s+literalinclude::)\s*(\S+)")
+
+
+#: Folders of pages that are not reader code: the generated gallery, and the
+#: pages for contributors, who work in a checkout and use the package.
+_NOT_FOR_READERS = {"gallery", "contributing", "__pycache__"}
+
+
+class ReaderCodeError(ValueError):
+    """A recipe whose ignore blocks do not pair up."""
+
+
+def reader_lines(text: str, origin: str = "<recipe>") -> list[tuple[int, str]]:
+    """The lines a reader gets, each with its 1-based line number in *text*.
+
+    Ignore blocks (markers included), build-only comment lines and region
+    markers are dropped; a run of blank lines left behind is cut to two.
+    """
+    kept: list[tuple[int, str]] = []
+    opened_at = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        if _START_IGNORE.match(line):
+            if opened_at:
+                raise ReaderCodeError(f"{origin}:{number}: ignore block opened again; "
+                                      f"the one opened at line {opened_at} is not closed")
+            opened_at = number
+            continue
+        if _END_IGNORE.match(line):
+            if not opened_at:
+                raise ReaderCodeError(f"{origin}:{number}: sphinx_gallery_end_ignore with no open block")
+            opened_at = 0
+            continue
+        if opened_at or _SITE_LINE.match(line):
+            continue
+        if not line.strip() and len(kept) >= 2 and not kept[-1][1].strip() and not kept[-2][1].strip():
+            continue
+        kept.append((number, line.rstrip()))
+    if opened_at:
+        raise ReaderCodeError(f"{origin}:{opened_at}: sphinx_gallery_start_ignore is never closed")
+    while kept and not kept[-1][1].strip():
+        kept.pop()
+    return kept
+
+
+def reader_source(text: str, origin: str = "<recipe>") -> str:
+    """The reader's copy of a recipe, as one string."""
+    return "\n".join(line for _, line in reader_lines(text, origin)) + "\n"
+
+
+def recipe_problems(path: Path, shown: str | None = None) -> list[str]:
+    """``file:line: reader code: ...`` for everything wrong with a recipe's reader copy."""
+    from pyflakes import checker
+
+    shown = shown or str(path)
+    try:
+        lines = reader_lines(path.read_text(encoding="utf-8"), shown)
+    except ReaderCodeError as error:
+        return [f"{error}"]
+    problems = []
+    for index, (number, line) in enumerate(lines):
+        if PACKAGE in line:
+            problems.append(f"{shown}:{number}: reader code: mentions {PACKAGE}, which readers do not have: "
+                            f"{line.strip()}")
+    source = "\n".join(line for _, line in lines) + "\n"
+    try:
+        tree = ast.parse(source, filename=shown)
+    except SyntaxError as error:
+        number = lines[(error.lineno or 1) - 1][0] if lines else 1
+        return problems + [f"{shown}:{number}: reader code: does not parse without its ignore blocks: {error.msg}"]
+    for message in checker.Checker(tree, filename=shown).messages:
+        number, line = lines[message.lineno - 1]
+        if "# noqa" in line:  # e.g. an import made for its side effect, saying so
+            continue
+        problems.append(f"{shown}:{number}: reader code: {message.message % message.message_args}")
+    return problems
+
+
+def page_problems(path: Path, shown: str | None = None) -> list[str]:
+    """``file:line: ...`` for every page line that shows readers code of the xnnguide package.
+
+    That is a ``literalinclude`` of one of its files, or an import of it in a
+    Python code block. Console blocks that run the repository's own tools
+    (``python -m xnnguide.aot_compiler``) are not reader code and pass.
+    """
+    shown = shown or str(path)
+    problems = []
+    fence = ""
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        opening = _FENCE.match(line)
+        if opening and not fence:
+            fence = opening.group(2) or "none"
+        elif fence and line.strip().startswith("```"):
+            fence = ""
+        if fence in ("python", "py", "pycon") and _IMPORT.match(line.lstrip(">. ")):
+            problems.append(f"{shown}:{number}: reader code: a Python block imports {PACKAGE}, "
+                            f"which readers do not have: {line.strip()}")
+        match = _INCLUDE.match(line)
+        if match is None:
+            continue
+        target = (path.parent / match.group(1)).resolve()
+        if target.is_relative_to(ROOT / PACKAGE):
+            problems.append(f"{shown}:{number}: reader code: includes {match.group(1)}, a file of this "
+                            f"repository's {PACKAGE} package; show a recipe's public code instead")
+    return problems
+
+
+def check(paths: list[Path]) -> list[str]:
+    """Problems in every recipe (``.py``) and page (``.md``, ``.rst``) under *paths*.
+
+    Folders whose name starts with ``.`` and the generated gallery are skipped.
+    """
+    problems = []
+    for top in paths:
+        files = sorted(top.rglob("*")) if top.is_dir() else [top]
+        for path in files:
+            inside = path.relative_to(top).parts[:-1] if top.is_dir() else ()
+            if any(part.startswith(".") or part in _NOT_FOR_READERS for part in inside):
+                continue
+            shown = str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
+            if path.suffix == ".py" and path.name != "__init__.py":
+                problems += recipe_problems(path, shown)
+            elif path.suffix in (".md", ".rst"):
+                problems += page_problems(path, shown)
+    return problems
+
+
+# ------------------------------------------------------------- the build side
+
+
+def _clean_notebook(path: Path) -> None:
+    """Drop build-only lines (region markers) from a notebook's code cells."""
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    changed = False
+    for cell in notebook.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        source = "".join(cell["source"])
+        cleaned = reader_source(source, str(path)).rstrip("\n") if source.strip() else source
+        if cleaned != source.rstrip("\n") and cleaned != source:
+            cell["source"] = cleaned.splitlines(keepends=True)
+            changed = True
+    if changed:
+        path.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _rewrite_zip(archive: Path, folder: Path) -> None:
+    """Replace each ``.py`` and ``.ipynb`` member with the cleaned file of *folder*'s tree."""
+    with zipfile.ZipFile(archive) as old:
+        members = [(info, old.read(info)) for info in old.infolist()]
+    tmp = archive.with_name(archive.name + ".tmp")
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as new:
+        for info, data in members:
+            candidate = folder / info.filename
+            if candidate.suffix in (".py", ".ipynb") and candidate.is_file():
+                data = candidate.read_bytes()
+            new.writestr(info.filename, data)
+    tmp.replace(archive)
+
+
+def write_downloads(gallery: Path, recipes: Path) -> list[Path]:
+    """Make every download of the gallery a reader copy; return the ``.py`` files written.
+
+    Called after sphinx-gallery has generated the gallery. sphinx-gallery
+    copies each recipe to the gallery folder before it decides whether to
+    run it, and compares that copy's checksum with the one stored after the
+    last run, so replacing the copy here changes no caching decision.
+    """
+    written = []
+    for target in sorted(gallery.rglob("*.py")):
+        source = recipes / target.relative_to(gallery)
+        if not source.is_file():
+            continue
+        text = reader_source(source.read_text(encoding="utf-8"), str(source))
+        if target.read_text(encoding="utf-8") != text:
+            target.write_text(text, encoding="utf-8")
+        written.append(target)
+    for notebook in sorted(gallery.rglob("*.ipynb")):
+        _clean_notebook(notebook)
+    for archive in sorted(gallery.rglob("*.zip")):
+        _rewrite_zip(archive, archive.parent)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m xnnguide.reader_code", description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="*", type=Path, default=[Path("snippets"), Path("docs"), Path("README.md")],
+                        help="recipes, pages or folders of them (default: snippets docs README.md)")
+    args = parser.parse_args(argv)
+    missing = [str(path) for path in args.paths if not path.exists()]
+    if missing:
+        print(f"error: no such file or folder: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    problems = check([path.resolve() for path in args.paths])
+    for problem in problems:
+        print(problem)
+    checked = "reader code: " + ("no problems" if not problems else f"{len(problems)} problem(s)")
+    print(checked, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
