@@ -26,7 +26,7 @@ extensions = [
     "sphinx_design",
     "sphinx_gallery.gen_gallery",
     "xnnguide.sphinxext",
-    "xnnguide.doccheck.sphinxext",  # the execution-ledger directive (docs/reference/execution_ledger.md)
+    "xnnguide.doccheck.sphinxext",  # the execution-ledger directive (docs/contributing/execution_ledger.md)
     "xnnguide.sitenav",
 ]
 

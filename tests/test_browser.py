@@ -30,6 +30,9 @@ import pytest
 from chromium import Browser
 from conftest import BUILD, DOCS, HTML, SNIPPETS
 
+from xnnguide.reader_code import reader_source
+from xnnguide.sphinxext import recipe_files
+
 pytestmark = pytest.mark.build
 
 SCREENSHOTS = BUILD / "screenshots"
@@ -42,7 +45,7 @@ EXTRA_PAGES = [
     "gallery/troubleshoot_quantize_without_calibration.html",
 ]
 #: The page whose recipe code the copy-button test compares the clipboard with.
-COPY_PAGE, COPY_RECIPE, COPY_REGION = "overview.html", "lower_mobilenet_v2_fp32.py", "model"
+COPY_PAGE, COPY_RECIPE, COPY_REGION = "tutorial/get_started.html", "lower_mobilenet_v2_fp32.py", "model"
 
 
 def toctree_sections(index: Path = DOCS / "index.md") -> list[tuple[str, list[str]]]:
@@ -202,7 +205,7 @@ def test_copy_button_copies_exactly_the_recipe_code(page, site_url):
 
 @pytest.mark.parametrize("language, prompt", [("console", "$ "), ("pycon", ">>> ")])
 def test_copy_button_leaves_out_prompts(page, site_url, language, prompt):
-    page.goto(site_url + "contributing.html")
+    page.goto(site_url + "contributing/index.html")
     block = f"div.highlight-{language}"
     shown = page.evaluate(f"document.querySelector('{block} pre').innerText")
     assert shown.startswith(prompt), f"the contributing page's first {language} block has no prompt: {shown!r}"
@@ -223,7 +226,7 @@ def test_copy_button_leaves_out_python_prompts_and_output(page, site_url):
 
     session = ">>> import torch\n>>> torch.ones(2).sum()\ntensor(2.)\n>>> for i in range(2):\n...     print(i)\n0\n1\n"
     block = highlight(session, PythonConsoleLexer(), HtmlFormatter())
-    page.goto(site_url + "contributing.html")
+    page.goto(site_url + "contributing/index.html")
     page.evaluate(f"""(() => {{
         const wrapper = document.createElement('div');
         wrapper.className = 'highlight-pycon notranslate';
@@ -257,7 +260,7 @@ def test_tabs_switch_between_variants(page, site_url):
 # ---------------------------------------------------------------- search and navigation
 
 
-def test_search_box_finds_the_overview(page, site_url):
+def test_search_box_finds_the_tutorial(page, site_url):
     page.goto(site_url + "index.html")
     page.click("button.search-button-field")
     page.wait_for_js("document.activeElement && document.activeElement.name === 'q'")
@@ -270,7 +273,7 @@ def test_search_box_finds_the_overview(page, site_url):
         "(() => { const links = [...document.querySelectorAll('#search-results li a')].map(a => a.href);"
         " return links.length ? links : null; })()", timeout=20)
     page.screenshot(SCREENSHOTS / "search__get_transform_passes.png")
-    assert any(link.split("#")[0].endswith("/overview.html") for link in results), results
+    assert any(link.split("#")[0].endswith("/tutorial/get_started.html") for link in results), results
     assert not page.console_errors, page.console_errors
 
 
@@ -323,7 +326,8 @@ def test_recipe_page_offers_py_and_ipynb_that_download(page, site_url):
         fetch(url).then(r => r.text().then(text => [r.status, text]))))""")
     (py_status, py_text), (nb_status, nb_text) = fetched
     assert py_status == 200 and nb_status == 200, (py_status, nb_status)
-    assert py_text == (SNIPPETS / f"{recipe}.py").read_text(encoding="utf-8")
+    source = SNIPPETS / page_path.replace("gallery/", "", 1).replace(".html", ".py")
+    assert py_text == reader_source(source.read_text(encoding="utf-8"), str(source))
     notebook = json.loads(nb_text)
     assert notebook["nbformat"] == 4 and any(cell["cell_type"] == "code" for cell in notebook["cells"])
 
@@ -333,7 +337,7 @@ def test_gallery_index_shows_every_recipe_with_a_thumbnail(page, site_url):
     thumbnails = page.evaluate("""[...document.querySelectorAll('.sphx-glr-thumbcontainer')].map(c => ({
         href: c.querySelector('a').href, width: c.querySelector('img').naturalWidth,
         src: c.querySelector('img').src}))""")
-    recipes = sorted(path.stem for path in SNIPPETS.glob("*.py"))
+    recipes = sorted(path.stem for path in recipe_files(SNIPPETS))
     linked = sorted(Path(html.unescape(thumb["href"])).stem for thumb in thumbnails)
     assert linked == recipes, (linked, recipes)
     assert all(thumb["width"] > 0 for thumb in thumbnails), thumbnails

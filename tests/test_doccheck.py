@@ -111,7 +111,7 @@ def test_the_last_build_accounted_for_every_block(built_site):
     published = json.loads(ledger_path(GALLERY).read_text())
     python = [e for e in published["entries"] if e["fate"] != "other"]
     assert python and all(entry["ok"] for entry in python)
-    assert (built_site / "reference" / "execution_ledger.html").is_file()
+    assert (built_site / "contributing" / "execution_ledger.html").is_file()
 
 
 # ------------------------------------------------------------------ a tree that is not ours

@@ -6,7 +6,8 @@ and the README's example, and run them the way a reader who has only
 an empty temporary folder, with this checkout off ``sys.path`` (no
 ``PYTHONPATH``) and therefore no ``xnnguide``. Every other recipe's download
 is covered by the static check ``python -m xnnguide.reader_code`` (pyflakes
-on the same reader copy), and by the build, which runs every recipe.
+on the same reader copy), and by the build, which runs every recipe; that
+each download is that reader copy is checked in ``test_site_files.py``.
 
 How long each run took is written to ``_build/reader-runs.json``.
 """
@@ -19,14 +20,10 @@ import re
 import subprocess
 import sys
 import time
-import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import HTML, ROOT, SNIPPETS
-
-from xnnguide.reader_code import reader_source
-from xnnguide.sphinxext import recipe_files
+from conftest import ROOT
 
 pytestmark = pytest.mark.build
 
@@ -36,7 +33,6 @@ RUN_AS_READER = ["lower_mobilenet_v2_fp32", "quantize_mlp_int8_dynamic", "troubl
 #: The recipe whose notebook runs through nbclient.
 NOTEBOOK = "troubleshoot_partial_delegation"
 TIMES = ROOT / "_build" / "reader-runs.json"
-SITE_LINES = re.compile(r"xnnguide|sphinx_gallery_(start|end)_ignore|# \[(start|end) ")
 
 
 def reader_environment() -> dict[str, str]:
@@ -74,20 +70,6 @@ def test_a_reader_environment_has_no_xnnguide(tmp_path):
     assert done.returncode != 0 and "No module named 'xnnguide'" in done.stderr, (
         "xnnguide is importable without the checkout on PYTHONPATH, so the reader runs below "
         f"would prove nothing: {done.stderr[-500:]}")
-
-
-@pytest.mark.parametrize("recipe", recipe_files(SNIPPETS), ids=lambda path: path.stem)
-def test_every_download_is_the_reader_copy(built_site, recipe):
-    expected = reader_source(recipe.read_text(encoding="utf-8"), str(recipe))
-    offered = download(built_site, recipe.name)
-    assert offered.read_text(encoding="utf-8") == expected, f"{offered} is not the reader copy of {recipe}"
-    notebook = json.loads(download(built_site, recipe.with_suffix(".ipynb").name).read_text(encoding="utf-8"))
-    for index, cell in enumerate(notebook["cells"]):
-        text = "".join(cell["source"])
-        assert not SITE_LINES.search(text), f"{recipe.stem}.ipynb cell {index} carries site lines:\n{text}"
-    with zipfile.ZipFile(download(built_site, recipe.with_suffix(".zip").name)) as archive:
-        assert archive.read(recipe.name).decode() == expected, f"{recipe.stem}.zip holds another {recipe.name}"
-        assert not SITE_LINES.search(archive.read(recipe.with_suffix(".ipynb").name).decode())
 
 
 @pytest.mark.parametrize("stem", RUN_AS_READER)

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import BUILD, GALLERY, ROOT, SNIPPETS
 from xnnguide.results import check_recipes, junit_failures
-from xnnguide.sphinxext import load_run_record, records_dir, starts_early
+from xnnguide.sphinxext import load_run_record, recipe_files, records_dir, starts_early
 
 pytestmark = pytest.mark.build
 
@@ -47,7 +47,7 @@ def test_no_recipe_ran_twice_in_the_last_build(built_site):
 
 def test_every_recipe_ran_once_or_was_up_to_date(built_site):
     lines, summary = _last_build()
-    recipes = {source.stem for source in SNIPPETS.glob("*.py")}
+    recipes = {source.stem for source in recipe_files(SNIPPETS)}
     ran, skipped = Counter(summary["ran"]), Counter(summary["skipped"])
     assert not set(ran) & set(skipped), f"both run and skipped: {set(ran) & set(skipped)}"
     assert set(ran) | set(skipped) == recipes, (
@@ -61,10 +61,10 @@ def test_every_recipe_ran_once_or_was_up_to_date(built_site):
 def test_recipes_declared_long_went_to_the_workers_first(built_site):
     _, summary = _last_build()
     order = summary["execution_order"]
-    assert sorted(order) == sorted(source.stem for source in SNIPPETS.glob("*.py")), order
-    serial = [source.stem for source in SNIPPETS.glob("*.py") if "# sphinx_gallery_parallel = False" in source.read_text()]
+    assert sorted(order) == sorted(source.stem for source in recipe_files(SNIPPETS)), order
+    serial = [source.stem for source in recipe_files(SNIPPETS) if "# sphinx_gallery_parallel = False" in source.read_text()]
     parallel = [name for name in order if name not in serial]
-    early = sorted(source.stem for source in SNIPPETS.glob("*.py") if starts_early(source))
+    early = sorted(source.stem for source in recipe_files(SNIPPETS) if starts_early(source))
     assert early, "no recipe declares xnnguide_start_early"
     assert parallel[: len(early)] == early, f"worker order: {parallel}"
     assert order[: len(serial)] == sorted(serial), f"serial recipes first: {order}"

@@ -55,5 +55,5 @@ def test_a_missing_file_is_a_one_line_error(tmp_path):
 
 
 def test_the_contributing_page_states_the_default_budget():
-    text = (ROOT / "docs" / "contributing.md").read_text()
-    assert f"time budget of {DEFAULT_BUDGET_SECONDS:g} s" in text, "docs/contributing.md: default budget out of date"
+    text = (ROOT / "docs" / "contributing" / "index.md").read_text()
+    assert f"time budget of {DEFAULT_BUDGET_SECONDS:g} s" in text, "docs/contributing/index.md: default budget out of date"

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import GALLERY, SNIPPETS
 from xnnguide import facts
-from xnnguide.sphinxext import records_dir
+from xnnguide.sphinxext import recipe_files, records_dir
 
 
 
@@ -18,37 +18,45 @@ def page_text(path):
     return html.unescape(re.sub(r"<[^>]+>", "", path.read_text(encoding="utf-8")))
 
 
+TUTORIAL = "tutorial/get_started.html"
+
+
 @pytest.mark.build
-def test_overview_shows_every_figure_as_measured(built_site):
+def test_tutorial_shows_every_figure_as_measured(built_site):
     recorded = facts.load(records_dir(GALLERY) / "facts" / "lower_mobilenet_v2_fp32.json")
     assert recorded, "the MobileNet V2 recipe recorded no facts"
-    text = page_text(built_site / "overview.html")
+    text = page_text(built_site / TUTORIAL)
     for key in ("delegated_nodes", "non_delegated_nodes", "pte_size_bytes", "max_abs_error", "speedup"):
-        assert recorded[key]["display"] in text, f"overview does not show {key} = {recorded[key]['display']}"
+        shown = recorded[key]["display"]
+        assert shown.strip() and shown in text, f"the tutorial does not show {key} = {shown!r}"
     for row in recorded["latency"]["rows"]:
-        assert all(cell in text for cell in row), f"latency row missing from overview: {row}"
+        # The row's cells, in order, within one table row of the page.
+        assert re.search(r"\s*".join(re.escape(cell) for cell in row), text), f"latency row missing from the tutorial: {row}"
 
 
 @pytest.mark.build
-def test_overview_and_every_gallery_page_carry_a_stamp(built_site):
-    pages = [built_site / "overview.html"] + [
-        built_site / "gallery" / f"{source.stem}.html" for source in SNIPPETS.glob("*.py")
+def test_overview_tutorial_and_every_gallery_page_carry_a_stamp(built_site):
+    pages = [built_site / "overview.html", built_site / TUTORIAL] + [
+        built_site / "gallery" / source.relative_to(SNIPPETS).with_suffix(".html") for source in recipe_files(SNIPPETS)
     ]
     for page in pages:
         text = page_text(page)
-        match = re.search(r"Verified by running snippets/\w+\.py on (\d{4}-\d\d-\d\d).*?with torch ([\d.]+), "
+        match = re.search(r"Verified by running snippets/[\w/]+\.py on (\d{4}-\d\d-\d\d).*?with torch ([\d.]+), "
                           r"executorch ([\d.]+), torchao ([\d.]+), torchvision ([\d.]+)", text)
         assert match, f"{page.name} has no verified stamp"
 
 
 @pytest.mark.build
-def test_overview_code_is_the_recipe_code(built_site):
-    # The walkthrough's code blocks are literal includes of the recipe.
-    text = page_text(built_site / "overview.html")
+def test_tutorial_code_is_the_recipe_code(built_site):
+    # The tutorial's code blocks are literal includes of the recipe.
+    text = page_text(built_site / TUTORIAL)
     source = (SNIPPETS / "lower_mobilenet_v2_fp32.py").read_text()
-    lowering = source.split("# [start lower]\n")[1].split("# [end lower]")[0]
-    for line in lowering.strip().splitlines():
-        assert line.strip() in text, f"overview lacks recipe line: {line!r}"
+    for region in ("model", "lower", "summary", "run", "latency"):
+        code = source.split(f"# [start {region}]\n")[1].split(f"# [end {region}]")[0]
+        lines = [line.strip() for line in code.splitlines() if line.strip()]
+        assert lines, f"region {region} is empty"
+        missing = [line for line in lines if line not in text]
+        assert not missing, f"the tutorial lacks lines of region {region}: {missing}"
 
 
 FACT_REFERENCE = re.compile(r"\{fact\}`([A-Za-z0-9_]+)/|```\{fact-table\}\s+([A-Za-z0-9_]+)/")
@@ -69,3 +77,21 @@ def test_every_page_quoting_a_recipe_carries_its_stamp():
         stamped = set(STAMP.findall(text))
         missing += [f"{page.relative_to(DOCS)}: quotes {name} without a verified-stamp" for name in quoted - stamped]
     assert not missing, "\n".join(missing)
+
+
+def test_the_tutorial_installs_exactly_the_pinned_releases():
+    # The tutorial's `pip install` line names the releases of requirements.txt,
+    # so what a reader installs is what this site was built and verified with.
+    from conftest import DOCS, ROOT
+
+    pins = dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)", (ROOT / "requirements.txt").read_text(), re.M))
+    page = DOCS / "tutorial" / "get_started.md"
+    lines = [(number, line) for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), start=1)
+             if line.startswith("$ pip install ")]
+    assert len(lines) == 1, f"{page.relative_to(ROOT)}: expected one '$ pip install' line, found {len(lines)}"
+    number, line = lines[0]
+    asked = dict(re.findall(r"([A-Za-z0-9_.-]+)==(\S+)", line))
+    problems = [f"{name}=={version} (requirements.txt: {pins.get(name, 'not pinned')})"
+                for name, version in asked.items() if pins.get(name) != version]
+    problems += [f"{name} is missing" for name in ("torch", "torchvision", "executorch", "torchao") if name not in asked]
+    assert not problems, f"{page.relative_to(ROOT)}:{number}: the install line drifted: " + "; ".join(problems)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import zipfile
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -11,6 +12,12 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from conftest import DOCS, GALLERY, SNIPPETS
+
+from xnnguide.reader_code import reader_source
+from xnnguide.sphinxext import recipe_files
+
+#: Lines that are the site's, not the reader's.
+SITE_LINES = re.compile(r"xnnguide|sphinx_gallery_(?:start|end)_ignore|# \[(?:start|end) ")
 
 pytestmark = pytest.mark.build
 
@@ -60,17 +67,27 @@ def test_every_internal_link_and_anchor_resolves(built_site):
     assert not problems, "\n".join(problems)
 
 
-def test_every_recipe_page_links_its_py_and_ipynb(built_site):
-    for source in sorted(SNIPPETS.glob("*.py")):
-        page = built_site / "gallery" / f"{source.stem}.html"
+def test_every_recipe_page_offers_the_reader_copy_as_py_ipynb_and_zip(built_site):
+    # What a reader downloads is the recipe without the site's own lines:
+    # no ignore block, no region marker, no xnnguide (xnnguide.reader_code).
+    for source in recipe_files(SNIPPETS):
+        page = built_site / "gallery" / source.relative_to(SNIPPETS).with_suffix(".html")
         links = [link for link in parse(page).links if "_downloads/" in link]
-        py = [link for link in links if link.endswith(f"/{source.stem}.py")]
-        ipynb = [link for link in links if link.endswith(f"/{source.stem}.ipynb")]
-        assert py and ipynb, f"{page.name}: download links {links}"
-        assert (page.parent / py[0]).read_text(encoding="utf-8") == source.read_text(encoding="utf-8")
-        notebook = json.loads((page.parent / ipynb[0]).read_text(encoding="utf-8"))
-        assert notebook["nbformat"] == 4, f"{ipynb[0]} is not a notebook"
-        assert any(cell["cell_type"] == "code" for cell in notebook["cells"]), f"{ipynb[0]} has no code"
+        found = {suffix: [link for link in links if link.endswith(f"/{source.stem}{suffix}")]
+                 for suffix in (".py", ".ipynb", ".zip")}
+        assert all(found.values()), f"{page.name}: download links {links}"
+        expected = reader_source(source.read_text(encoding="utf-8"), str(source))
+        assert (page.parent / found[".py"][0]).read_text(encoding="utf-8") == expected, (
+            f"{found['.py'][0]} is not the reader copy of {source}")
+        notebook = json.loads((page.parent / found[".ipynb"][0]).read_text(encoding="utf-8"))
+        assert notebook["nbformat"] == 4, f"{found['.ipynb'][0]} is not a notebook"
+        code = ["".join(cell["source"]) for cell in notebook["cells"] if cell["cell_type"] == "code"]
+        assert code, f"{found['.ipynb'][0]} has no code"
+        leaks = [cell for cell in code if SITE_LINES.search(cell)]
+        assert not leaks, f"{found['.ipynb'][0]} carries the site's own lines:\n{leaks[0]}"
+        with zipfile.ZipFile(page.parent / found[".zip"][0]) as archive:
+            assert archive.read(source.name).decode() == expected, f"{found['.zip'][0]} holds another {source.name}"
+            assert not SITE_LINES.search(archive.read(f"{source.stem}.ipynb").decode())
 
 
 def test_a_recipe_plot_makes_a_gallery_thumbnail(built_site):
