@@ -65,6 +65,7 @@ test: venv browser ## everything CI checks: offline strict build, the test suite
 	$(OFFLINE) $(SPHINX) -E -n -W --keep-going || status=$$?; \
 	echo ">> drift checks against this build"; \
 	$(BIN)/python -m xnnguide.doccheck --build $(DOCCHECK_PATHS) || status=1; \
+	$(BIN)/python -m xnnguide.reader_code $(DOCCHECK_PATHS) || status=1; \
 	echo ">> test suite (browser tests save screenshots in $(BUILDDIR)/screenshots/)"; \
 	$(BIN)/python -m pytest $(PYTEST_ARGS) || status=1; \
 	echo ">> link check"; \
@@ -74,7 +75,7 @@ test: venv browser ## everything CI checks: offline strict build, the test suite
 # The static tests: no model is exported or lowered, no recipe runs. The
 # tests that lower models (AOT compiler, quantization, probes, build cache)
 # run in `make test`.
-CHECK_TESTS := tests/test_reader_code.py tests/test_regions.py tests/test_facts.py tests/test_readme.py \
+CHECK_TESTS := tests/test_gallery_order.py tests/test_reader_code.py tests/test_regions.py tests/test_facts.py tests/test_readme.py \
   tests/test_environment.py tests/test_doccheck.py tests/test_site.py tests/test_parallel_safety.py
 
 check: venv ## fast static checks (drift rules, reader code, README copies, pins); runs no recipe, lowers no model

@@ -67,7 +67,12 @@ sphinx_gallery_conf = {
     "show_memory": False,
     "min_reported_time": 0,
     "capture_repr": (),
-    "within_subsection_order": "FileNameSortKey",
+    # The gallery is grouped by task, one subsection (folder of snippets/) per
+    # task, from first steps to advanced; each subsection's GALLERY_HEADER.rst
+    # lists its recipes in order.
+    "subsection_order": [f"../snippets/{task}" for task in ("lowering", "quantization", "performance",
+                                                              "troubleshooting")],
+    "within_subsection_order": "xnnguide.sphinxext.RecipeOrder",
     "matplotlib_animations": False,
     "line_numbers": False,
     "backreferences_dir": None,

@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 
 from xnnguide import environment
+from xnnguide.sphinxext import recipe_files
 
 ROOT = Path(__file__).resolve().parents[1]
 GALLERY = ROOT / "docs" / "gallery"
@@ -171,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     noop, _, _ = _make(make, "html")
     noop_ran = _summary()["ran"]
 
-    edit = args.edit or ROOT / "snippets" / f"{min(recipes, key=recipes.get)}.py"
+    sources = {path.stem: path for path in recipe_files(ROOT / "snippets")}
+    edit = args.edit or sources[min(recipes, key=recipes.get)]
     edit = edit.resolve()
     original = edit.read_bytes()
     try:
@@ -186,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.alone:
         for name in sorted(recipes):
             start = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "xnnguide.run_recipe", f"snippets/{name}.py"], cwd=ROOT,
+            subprocess.run([sys.executable, "-m", "xnnguide.run_recipe", str(sources[name])], cwd=ROOT,
                            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             alone[name] = time.perf_counter() - start
 

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from xnnguide.sphinxext import dependency_key, load_run_record
+from xnnguide.sphinxext import dependency_key, load_run_record, recipe_files
 
 TRACEBACK_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
@@ -40,7 +40,7 @@ def failure_line(traceback: str, source: Path) -> int:
 def check_recipes(snippets: Path, gallery: Path, root: Path) -> list[RecipeProblem]:
     """Every recipe must have passed in a run of its current source."""
     problems = []
-    for source in sorted(snippets.glob("*.py")):
+    for source in recipe_files(snippets):
         shown = source.relative_to(root) if source.is_relative_to(root) else source
         record = load_run_record(gallery, source.stem)
         if record is None:
@@ -65,7 +65,9 @@ def junit_failures(junit: Path, root: Path) -> list[RecipeProblem]:
         failure = case.find("failure")
         if failure is None:
             continue
-        source = (root / "snippets" / case.get("file", "")).resolve()
+        name = Path(case.get("file", "")).name
+        source = next((path for path in recipe_files(root / "snippets") if path.name == name),
+                      root / "snippets" / case.get("file", "")).resolve()
         line = failure_line(failure.text or "", source)
         shown = source.relative_to(root) if source.is_relative_to(root) else source
         problems.append(RecipeProblem(shown, line, f"failed: {failure.get('message')}"))

@@ -185,6 +185,42 @@ def _install_execution_order() -> None:
         gen_rst._split_parallel = _start_long_recipes_first(split)
 
 
+_ORDER_COMMENT = re.compile(r"^\.\. Recipe order\b[^\n]*\n((?:[ \t]+\S+[ \t]*\n?)+)", re.MULTILINE)
+
+
+def listed_order(subsection: str | os.PathLike[str]) -> list[str]:
+    """The recipe stems a subsection's ``GALLERY_HEADER.rst`` lists, in order.
+
+    The list is an reST comment, so readers of the gallery do not see it::
+
+        .. Recipe order, first steps first:
+           lower_mobilenet_v2_fp32
+           lower_with_dynamic_shapes
+    """
+    header = Path(subsection) / "GALLERY_HEADER.rst"
+    match = _ORDER_COMMENT.search(header.read_text(encoding="utf-8")) if header.is_file() else None
+    return match.group(1).split() if match else []
+
+
+class RecipeOrder:
+    """sphinx-gallery ``within_subsection_order``: the order the subsection's header lists.
+
+    Recipes the header does not list come after the listed ones, by file
+    name; ``tests/test_gallery_order.py`` requires every recipe to be listed.
+    """
+
+    def __init__(self, src_dir: str | os.PathLike[str]) -> None:
+        self.src_dir = src_dir
+        self.order = listed_order(src_dir)
+
+    def __call__(self, filename: str) -> tuple[int, str]:
+        stem = Path(filename).stem
+        return (self.order.index(stem) if stem in self.order else len(self.order), str(filename))
+
+    def __repr__(self) -> str:  # sphinx-gallery puts it in the config it compares between builds
+        return f"<{type(self).__name__}>"
+
+
 def _in_worker() -> bool:
     """Whether this is a worker process of a build, not the Sphinx process."""
     return os.environ.get(_BUILD_PID, str(os.getpid())) != str(os.getpid())
