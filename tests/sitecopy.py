@@ -20,8 +20,9 @@ from pathlib import Path
 
 from conftest import ROOT
 
-#: A recipe that runs in a worker process of the parallel build. It imports a
-#: real helper module, xnnguide.measure, which the other recipe does not.
+#: A recipe that runs in a worker process of the parallel build. Its hidden
+#: block imports a real module of the package, xnnguide.environment, which the
+#: other recipe does not.
 ALPHA = '''"""
 Tiny alpha
 ==========
@@ -34,12 +35,12 @@ A throwaway recipe for the build-cache tests.
 
 import os
 
-from xnnguide.measure import time_calls
-
-timing = time_calls(lambda: sum(range(100)), runs=3, warmup=1)
+print(sum(range(100)))
 
 # sphinx_gallery_start_ignore
-from xnnguide import facts
+from xnnguide import environment, facts
+
+facts.record("cores", environment.describe()["cores"])
 
 facts.record("answer", 42, "forty-two")
 facts.record("omp_threads", os.environ.get("OMP_NUM_THREADS", "unset"))

@@ -9,12 +9,12 @@ is covered by the static check ``python -m xnnguide.reader_code`` (pyflakes
 on the same reader copy), and by the build, which runs every recipe; that
 each download is that reader copy is checked in ``test_site_files.py``.
 
-How long each run took is written to ``_build/reader-runs.json``.
+How long each run took is written to ``_build/reader-runs/<file>.seconds``
+(one file per run, so the tests may run in parallel).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.build
 RUN_AS_READER = ["lower_mobilenet_v2_fp32", "quantize_mlp_int8_dynamic", "troubleshoot_runtime_inputs"]
 #: The recipe whose notebook runs through nbclient.
 NOTEBOOK = "troubleshoot_partial_delegation"
-TIMES = ROOT / "_build" / "reader-runs.json"
+TIMES = ROOT / "_build" / "reader-runs"
 
 
 def reader_environment() -> dict[str, str]:
@@ -41,9 +41,8 @@ def reader_environment() -> dict[str, str]:
 
 
 def record_time(name: str, seconds: float) -> None:
-    times = json.loads(TIMES.read_text(encoding="utf-8")) if TIMES.is_file() else {}
-    times[name] = round(seconds, 1)
-    TIMES.write_text(json.dumps(times, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    TIMES.mkdir(parents=True, exist_ok=True)
+    (TIMES / f"{name}.seconds").write_text(f"{seconds:.1f}\n", encoding="utf-8")
 
 
 def download(built_site: Path, filename: str) -> Path:

@@ -1,7 +1,7 @@
 """Navigation by kind of page: the sections of the root toctree, on every page.
 
 ``docs/index.md`` groups the pages in captioned toctrees, one per kind of
-page (Get started, Guides, Recipes, Reference, Explanation, Help,
+page (Tutorial, How-to guides, Reference, Explanation, Help,
 Contributing). The pydata theme's header lists pages, not captions; this
 extension hands the templates ``xnnguide_sections``, the captioned sections
 in their order, so the header shows one entry per section (a link, or a menu
