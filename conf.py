@@ -70,8 +70,8 @@ sphinx_gallery_conf = {
     # The gallery is grouped by task, one subsection (folder of snippets/) per
     # task, from first steps to advanced; each subsection's GALLERY_HEADER.rst
     # lists its recipes in order.
-    "subsection_order": [f"../snippets/{task}" for task in ("lowering", "quantization", "performance",
-                                                              "troubleshooting")],
+    "subsection_order": ["../snippets/lowering", "../snippets/quantization", "../snippets/performance",
+                         "../snippets/troubleshooting"],
     "within_subsection_order": "xnnguide.sphinxext.RecipeOrder",
     "matplotlib_animations": False,
     "line_numbers": False,
