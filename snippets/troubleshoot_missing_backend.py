@@ -83,17 +83,16 @@ facts.record("needed_backends", needed, ", ".join(needed))
 # runtime without XNNPACK meets ``XnnpackBackend`` exactly the way this one
 # meets the made-up name. The program loads (a ``.pte`` is checked for
 # backends only when a method is loaded); loading ``forward`` fails. The
-# exception carries an error code; the sentence that explains it is logged
-# by the runtime through Python's ``sys.stderr``, collected here with
-# ``redirect_stderr`` so the recipe can print and check it.
+# exception carries only an error code (a value of the runtime's ``Error``
+# enum); the sentence that explains it is logged by the runtime through
+# Python's ``sys.stderr``, collected here with ``redirect_stderr`` so the
+# recipe can print and check it.
 
 # [start missing_backend_load]
 import io
 from contextlib import redirect_stderr
 
 from executorch.exir._serialize._program import serialize_pte_binary
-
-from xnnguide.runtime_errors import error_name
 
 for plan in pte.program.execution_plan:
     for delegate in plan.delegates:
@@ -108,11 +107,14 @@ with redirect_stderr(runtime_log):
         program.load_method("forward")
     except RuntimeError as error:
         load_error = str(error)
-print("exception:", load_error, f"({error_name(load_error)})")
+print("exception:", load_error)
 print("runtime log:", runtime_log.getvalue(), sep="\n")
 # [end missing_backend_load]
 
 # sphinx_gallery_start_ignore
+# The page names the code; read the name from the installed runtime's Error enum.
+from xnnguide.runtime_errors import error_name
+
 assert load_error == "Failed to load method forward, error: 0x:20", load_error
 assert error_name(load_error) == "NotFound"
 (log_line,) = [line for line in runtime_log.getvalue().splitlines() if "not registered" in line]

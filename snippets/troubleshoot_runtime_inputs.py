@@ -56,8 +56,8 @@ facts.record("expected_input", "sizes=[2, 16], dtype=Float")
 # %%
 # A batch of three
 # ----------------
-# The exception says only that ``set_inputs`` failed, with a code. The
-# reason is a separate line the runtime logs through Python's ``sys.stderr``:
+# The exception says only that ``set_inputs`` failed, with a code (a value
+# of the runtime's ``Error`` enum). The reason is a separate line the runtime logs through Python's ``sys.stderr``:
 # a terminal or a notebook shows it next to the traceback. Here it is
 # collected with ``redirect_stderr`` so the recipe can print and check it.
 
@@ -65,19 +65,21 @@ facts.record("expected_input", "sizes=[2, 16], dtype=Float")
 import io
 from contextlib import redirect_stderr
 
-from xnnguide.runtime_errors import error_name
-
 shape_log = io.StringIO()
 with redirect_stderr(shape_log):
     try:
         forward.execute([torch.randn(3, 16)])
     except RuntimeError as error:
         shape_error = str(error)
-print("exception:", shape_error, f"({error_name(shape_error)})")
+print("exception:", shape_error)
 print("runtime log:", shape_log.getvalue(), sep="\n")
 # [end inputs_wrong_shape]
 
 # sphinx_gallery_start_ignore
+# The page names the codes; read the names from the installed runtime's Error enum.
+from xnnguide.runtime_errors import error_name
+
+assert error_name(shape_error) == "NotSupported", shape_error
 assert shape_error == "method->set_inputs() for method 'forward' failed with error 0x10", shape_error
 (shape_line,) = [line for line in shape_log.getvalue().splitlines() if "static tensor" in line]
 assert shape_line.endswith("Attempted to resize a static tensor. Expected shape (2, 16), but received (3, 16)."), \
@@ -104,12 +106,13 @@ with redirect_stderr(dtype_log):
     except RuntimeError as error:
         dtype_error = str(error)
 print("input dtype:", batch.dtype)
-print("exception:", dtype_error, f"({error_name(dtype_error)})")
+print("exception:", dtype_error)
 print("runtime log:", dtype_log.getvalue(), sep="\n")
 # [end inputs_wrong_dtype]
 
 # sphinx_gallery_start_ignore
 assert batch.dtype == torch.float64
+assert error_name(dtype_error) == "InvalidArgument", dtype_error
 assert dtype_error == "method->set_inputs() for method 'forward' failed with error 0x12", dtype_error
 (dtype_line,) = [line for line in dtype_log.getvalue().splitlines() if "scalar type" in line]
 assert dtype_line.endswith("Input 0 has unexpected scalar type: expected Float but was Double."), dtype_line
