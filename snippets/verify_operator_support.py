@@ -9,10 +9,9 @@ the ExecuTorch runtime and compare it with eager PyTorch. This recipe shows
 that check with public APIs on a few operators, two of them set up to fail.
 
 The table on the :doc:`operator support page </reference/operators>` is the
-same check run for every claim by this site's own probe list
-(``xnnguide/operator_probes.py`` in the guide's repository); that part runs
-hidden when the site is built, and you do not need it to probe an operator
-yourself.
+same check run for every claim by this site's own list of probe models,
+which that page names; it runs hidden when the site is built, and you do not
+need it to probe an operator yourself.
 """
 
 # %%
@@ -151,8 +150,8 @@ assert not wrong_axis and not absent
 # a PT2E quantizer leaves (or quantizes a one-layer model with
 # ``XNNPACKQuantizer``), and passes only if XNNPACK ran the operator on int8
 # data: its dequantized input and quantized output inside the same delegate.
-# The list of probe models is this site's own, ``xnnguide/operator_probes.py``
-# in the guide's repository; it runs here, hidden, when the site is built.
+# The list of probe models is this site's own (the operator support page
+# says where it lives); it runs here, hidden, when the site is built.
 
 # sphinx_gallery_start_ignore
 import time
