@@ -86,6 +86,8 @@ exported_program = torch.export.export(model, example_inputs)
 import operator
 from collections import Counter
 
+import torch
+
 
 def op_name(node: torch.fx.Node) -> str:
     """The operator a node calls, without its namespace: ``"expand_copy.default"``."""

@@ -132,6 +132,8 @@ with_passes = to_edge_transform_and_lower(
 import operator
 from collections import Counter
 
+import torch
+
 
 def op_name(node: torch.fx.Node) -> str:
     """The operator a node calls, without its namespace: ``"expand_copy.default"``."""

@@ -62,6 +62,8 @@ print(exported_program.range_constraints)
 import operator
 from collections import Counter
 
+import torch
+
 
 def op_name(node: torch.fx.Node) -> str:
     """The operator a node calls, without its namespace: ``"expand_copy.default"``."""

@@ -96,6 +96,8 @@ logging.getLogger("executorch.backends.xnnpack.partition.xnnpack_partitioner").a
 import operator
 from collections import Counter
 
+import torch
+
 
 def op_name(node: torch.fx.Node) -> str:
     """The operator a node calls, without its namespace: ``"expand_copy.default"``."""
