@@ -82,6 +82,7 @@ exported_program = torch.export.export(model, example_inputs)
 # ``getitem`` nodes that unpack a delegate's outputs, is left to the
 # portable kernels.
 
+# [gallery-only read_delegation]
 # [start read_delegation]
 import operator
 from collections import Counter

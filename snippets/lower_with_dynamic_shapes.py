@@ -58,6 +58,7 @@ print(exported_program.range_constraints)
 # ``getitem`` nodes that unpack a delegate's outputs, stay on the portable
 # kernels.
 
+# [gallery-only read_delegation]
 # [start read_delegation]
 import operator
 from collections import Counter

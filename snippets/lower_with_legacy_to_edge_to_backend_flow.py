@@ -92,6 +92,7 @@ logging.getLogger("executorch.backends.xnnpack.partition.xnnpack_partitioner").a
 # apart from ``getitem`` (which unpacks a delegate's outputs), run on the
 # portable kernels.
 
+# [gallery-only read_delegation]
 # [start read_delegation]
 import operator
 from collections import Counter

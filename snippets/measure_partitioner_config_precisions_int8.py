@@ -60,6 +60,7 @@ exported_program = torch.export.export(quantized_model, example_inputs)
 # counted too. Other operator nodes, except the ``getitem`` nodes that
 # unpack a delegate's outputs, run on the portable kernels.
 
+# [gallery-only read_delegation]
 # [start read_delegation]
 import operator
 from collections import Counter
