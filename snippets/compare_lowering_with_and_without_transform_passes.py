@@ -119,36 +119,83 @@ with_passes = to_edge_transform_and_lower(
 # [end lower_twice]
 
 # %%
+# Reading a lowered graph
+# -----------------------
+# The top-level graph of a lowered program shows the delegation directly.
+# Each ``executorch_call_delegate`` node is one call into XNNPACK at run
+# time, and its first argument names the lowered module, which keeps the
+# Edge graph it was built from. Every other operator node runs on
+# ExecuTorch's portable kernels, except ``getitem``, which only unpacks a
+# delegate's outputs. ``read_delegation`` counts the three.
+
+# [start read_delegation]
+import operator
+from collections import Counter
+
+import torch
+
+
+def op_name(node: torch.fx.Node) -> str:
+    """The operator a node calls, without its namespace: ``"expand_copy.default"``."""
+    return ".".join(node.target.__name__.split(".")[-2:])
+
+
+def read_delegation(graph_module: torch.fx.GraphModule) -> tuple[int, Counter, Counter]:
+    """Delegate calls, operators left outside the delegates, and operators inside them."""
+    calls, outside, inside = 0, Counter(), Counter()
+    for node in graph_module.graph.nodes:
+        if node.op != "call_function" or node.target is operator.getitem:
+            continue
+        if node.target is torch.ops.higher_order.executorch_call_delegate:
+            calls += 1
+            delegate = getattr(graph_module, node.args[0].target)
+            inside.update(op_name(n) for n in delegate.original_module.graph.nodes
+                          if n.op == "call_function" and n.target is not operator.getitem)
+        else:
+            outside[op_name(node)] += 1
+    return calls, outside, inside
+
+
+def describe(counts: Counter) -> str:
+    """``"expand_copy.default ×1, mul.Tensor ×2"``, or ``"none"``."""
+    return ", ".join(f"{name} ×{count}" for name, count in sorted(counts.items())) or "none"
+# [end read_delegation]
+
+# %%
 # Compare what XNNPACK took
 # -------------------------
-# ``get_delegation_info`` gives the summary; its non-delegated count includes
-# the ``getitem`` nodes that unpack delegate results. ``delegate_calls`` counts
-# the ``executorch_call_delegate`` nodes (each is one call into XNNPACK at run
-# time) and ``ops_outside_delegates`` names the operators left to the
-# portable kernels (both from :mod:`xnnguide.delegation`).
+# ``get_delegation_info``, from ExecuTorch's devtools, gives a summary; its
+# non-delegated count includes the ``getitem`` nodes. ``read_delegation``
+# adds the number of calls into XNNPACK and names what is left outside.
 
 # [start compare_delegation]
 from executorch.devtools.backend_debug import get_delegation_info
-
-from xnnguide.delegation import delegate_calls, describe_ops, ops_outside_delegates
 
 summaries = {}
 for name, edge_program in [("without transform_passes", without_passes), ("with transform_passes", with_passes)]:
     graph_module = edge_program.exported_program().graph_module
     info = get_delegation_info(graph_module)
+    calls, outside, _ = read_delegation(graph_module)
     summaries[name] = {
         "delegated nodes": info.num_delegated_nodes,
         "non-delegated nodes": info.num_non_delegated_nodes,
-        "delegate calls": delegate_calls(graph_module),
-        "operators outside XNNPACK": ops_outside_delegates(graph_module),
+        "delegate calls": calls,
+        "operators outside XNNPACK": outside,
     }
     print(f"--- {name}")
     print(info.get_summary().strip())
-    print(f"executorch_call_delegate nodes: {summaries[name]['delegate calls']}")
-    print(f"left outside XNNPACK: {describe_ops(summaries[name]['operators outside XNNPACK'])}")
+    print(f"executorch_call_delegate nodes: {calls}")
+    print(f"left outside XNNPACK: {describe(outside)}")
 # [end compare_delegation]
 
 # sphinx_gallery_start_ignore
+from xnnguide.delegation import delegate_calls, ops_inside_delegates, ops_outside_delegates
+
+# read_delegation agrees with the site's own helpers, and with get_delegation_info.
+for checked in (without_passes, with_passes):
+    gm = checked.exported_program().graph_module
+    assert read_delegation(gm) == (delegate_calls(gm), ops_outside_delegates(gm), ops_inside_delegates(gm))
+    assert read_delegation(gm)[0] == get_delegation_info(gm).num_delegated_subgraphs
 before, after = summaries["without transform_passes"], summaries["with transform_passes"]
 # What the passes must change on this model; removing transform_passes from
 # the second call above makes these fail.
@@ -162,7 +209,7 @@ facts.record_table(
     "noop_expand_comparison",
     ["", "without transform_passes", "with transform_passes"],
     [
-        [label, *(str(s[key]) if key != "operators outside XNNPACK" else describe_ops(s[key]) for s in (before, after))]
+        [label, *(str(s[key]) if key != "operators outside XNNPACK" else describe(s[key]) for s in (before, after))]
         for label, key in [
             ("Delegated nodes (get_delegation_info)", "delegated nodes"),
             ("Non-delegated nodes (get_delegation_info)", "non-delegated nodes"),
@@ -173,8 +220,8 @@ facts.record_table(
 )
 facts.record("calls_without", before["delegate calls"])
 facts.record("calls_with", after["delegate calls"])
-facts.record("outside_without", describe_ops(before["operators outside XNNPACK"]))
-facts.record("outside_with", describe_ops(after["operators outside XNNPACK"]))
+facts.record("outside_without", describe(before["operators outside XNNPACK"]))
+facts.record("outside_with", describe(after["operators outside XNNPACK"]))
 # sphinx_gallery_end_ignore
 
 # %%
@@ -271,7 +318,8 @@ for label, (case_model, case_inputs) in cases.items():
     for passes in (None, get_transform_passes()):
         lowered = to_edge_transform_and_lower(case_program, transform_passes=passes, partitioner=[XnnpackPartitioner()])
         graph_module = lowered.exported_program().graph_module
-        row += [delegate_calls(graph_module), describe_ops(ops_outside_delegates(graph_module))]
+        calls, outside, _ = read_delegation(graph_module)
+        row += [calls, describe(outside)]
         case_pte = runtime.load_program(lowered.to_executorch().buffer)
         case_output = case_pte.load_method("forward").execute(list(case_inputs))[0]
         with torch.no_grad():

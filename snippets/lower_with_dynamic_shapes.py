@@ -50,6 +50,49 @@ print(exported_program.range_constraints)
 # [end dynamic_export]
 
 # %%
+# Reading a lowered graph
+# -----------------------
+# After lowering, each ``executorch_call_delegate`` node of the graph is one
+# call into XNNPACK; its first argument names the lowered module, which keeps
+# the graph XNNPACK was given. The other operator nodes, except the
+# ``getitem`` nodes that unpack a delegate's outputs, stay on the portable
+# kernels.
+
+# [gallery-only read_delegation]
+# [start read_delegation]
+import operator
+from collections import Counter
+
+import torch
+
+
+def op_name(node: torch.fx.Node) -> str:
+    """The operator a node calls, without its namespace: ``"expand_copy.default"``."""
+    return ".".join(node.target.__name__.split(".")[-2:])
+
+
+def read_delegation(graph_module: torch.fx.GraphModule) -> tuple[int, Counter, Counter]:
+    """Delegate calls, operators left outside the delegates, and operators inside them."""
+    calls, outside, inside = 0, Counter(), Counter()
+    for node in graph_module.graph.nodes:
+        if node.op != "call_function" or node.target is operator.getitem:
+            continue
+        if node.target is torch.ops.higher_order.executorch_call_delegate:
+            calls += 1
+            delegate = getattr(graph_module, node.args[0].target)
+            inside.update(op_name(n) for n in delegate.original_module.graph.nodes
+                          if n.op == "call_function" and n.target is not operator.getitem)
+        else:
+            outside[op_name(node)] += 1
+    return calls, outside, inside
+
+
+def describe(counts: Counter) -> str:
+    """``"expand_copy.default ×1, mul.Tensor ×2"``, or ``"none"``."""
+    return ", ".join(f"{name} ×{count}" for name, count in sorted(counts.items())) or "none"
+# [end read_delegation]
+
+# %%
 # Lower and inspect
 # -----------------
 # The convolutions, activations, mean and linear layer handle dynamic sizes
@@ -62,16 +105,14 @@ from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPar
 from executorch.backends.xnnpack.utils.configs import get_transform_passes
 from executorch.exir import to_edge_transform_and_lower
 
-from xnnguide.delegation import delegate_calls, describe_ops, ops_outside_delegates
-
 edge_program = to_edge_transform_and_lower(
     exported_program,
     transform_passes=get_transform_passes(),
     partitioner=[XnnpackPartitioner()],
 )
 graph_module = edge_program.exported_program().graph_module
-calls, outside = delegate_calls(graph_module), ops_outside_delegates(graph_module)
-print(f"delegate calls: {calls}; outside XNNPACK: {describe_ops(outside)}")
+calls, outside, _ = read_delegation(graph_module)
+print(f"delegate calls: {calls}; outside XNNPACK: {describe(outside)}")
 
 with open("tiny_classifier_dynamic.pte", "wb") as file:
     file.write(edge_program.to_executorch().buffer)
@@ -79,10 +120,14 @@ with open("tiny_classifier_dynamic.pte", "wb") as file:
 
 # sphinx_gallery_start_ignore
 from xnnguide import facts
+from xnnguide.delegation import delegate_calls, ops_inside_delegates, ops_outside_delegates
 
+assert read_delegation(graph_module) == (
+    delegate_calls(graph_module), ops_outside_delegates(graph_module), ops_inside_delegates(graph_module)
+)
 assert "view_copy.default" in outside and "convolution.default" not in outside, outside
 facts.record("delegate_calls", calls)
-facts.record("outside", describe_ops(outside))
+facts.record("outside", describe(outside))
 facts.record("range_constraints", str(exported_program.range_constraints))
 # sphinx_gallery_end_ignore
 

@@ -83,13 +83,55 @@ logging.getLogger("executorch.backends.xnnpack.partition.xnnpack_partitioner").a
 # [end both_flows]
 
 # %%
+# Reading a lowered graph
+# -----------------------
+# Both flows produce the same kind of graph. Each ``executorch_call_delegate``
+# node in it is one call into XNNPACK, and its first argument names the
+# lowered module, which keeps the graph XNNPACK was given: that is where the
+# operators *inside* a delegate are read from. The remaining operator nodes,
+# apart from ``getitem`` (which unpacks a delegate's outputs), run on the
+# portable kernels.
+
+# [gallery-only read_delegation]
+# [start read_delegation]
+import operator
+from collections import Counter
+
+import torch
+
+
+def op_name(node: torch.fx.Node) -> str:
+    """The operator a node calls, without its namespace: ``"expand_copy.default"``."""
+    return ".".join(node.target.__name__.split(".")[-2:])
+
+
+def read_delegation(graph_module: torch.fx.GraphModule) -> tuple[int, Counter, Counter]:
+    """Delegate calls, operators left outside the delegates, and operators inside them."""
+    calls, outside, inside = 0, Counter(), Counter()
+    for node in graph_module.graph.nodes:
+        if node.op != "call_function" or node.target is operator.getitem:
+            continue
+        if node.target is torch.ops.higher_order.executorch_call_delegate:
+            calls += 1
+            delegate = getattr(graph_module, node.args[0].target)
+            inside.update(op_name(n) for n in delegate.original_module.graph.nodes
+                          if n.op == "call_function" and n.target is not operator.getitem)
+        else:
+            outside[op_name(node)] += 1
+    return calls, outside, inside
+
+
+def describe(counts: Counter) -> str:
+    """``"expand_copy.default ×1, mul.Tensor ×2"``, or ``"none"``."""
+    return ", ".join(f"{name} ×{count}" for name, count in sorted(counts.items())) or "none"
+# [end read_delegation]
+
+# %%
 # Compare delegation and outputs
 # ------------------------------
 
 # [start compare_flows]
 from executorch.runtime import Runtime
-
-from xnnguide.delegation import delegate_calls, describe_ops, ops_inside_delegates, ops_outside_delegates
 
 runtime = Runtime.get()
 results = {}
@@ -100,12 +142,8 @@ for model_name, model in models.items():
     for flow, lower in [("to_edge_transform_and_lower", lower_current), ("to_edge + to_backend", lower_legacy)]:
         edge_program = lower(exported_program)
         # Read the graph before to_executorch(), which rewrites it in place.
-        graph_module = edge_program.exported_program().graph_module
-        result = {
-            "calls": delegate_calls(graph_module),
-            "outside": ops_outside_delegates(graph_module),
-            "inside": ops_inside_delegates(graph_module),
-        }
+        calls, outside, inside = read_delegation(edge_program.exported_program().graph_module)
+        result = {"calls": calls, "outside": outside, "inside": inside}
         path = f"{model_name.lower()}_{'legacy' if 'backend' in flow else 'current'}.pte"
         with open(path, "wb") as file:
             file.write(edge_program.to_executorch().buffer)
@@ -113,8 +151,7 @@ for model_name, model in models.items():
         result["output"] = program.load_method("forward").execute(list(example_inputs))[0]
         torch.testing.assert_close(result["output"], eager_output, atol=1e-5, rtol=1e-5)
         results[model_name, flow] = result
-        print(f"{model_name:18s} {flow:28s} delegate calls: {results[model_name, flow]['calls']}, "
-              f"outside XNNPACK: {describe_ops(results[model_name, flow]['outside'])}")
+        print(f"{model_name:18s} {flow:28s} delegate calls: {calls}, outside XNNPACK: {describe(outside)}")
 # [end compare_flows]
 
 # %%
@@ -129,8 +166,8 @@ current, legacy = results["ConvClassifier", "to_edge_transform_and_lower"], resu
 assert current["calls"] == legacy["calls"] == 1
 assert current["outside"] == legacy["outside"] == {}
 torch.testing.assert_close(current["output"], legacy["output"], atol=1e-6, rtol=1e-6)
-print("inside, current:", describe_ops(current["inside"]))
-print("inside, legacy: ", describe_ops(legacy["inside"]))
+print("inside, current:", describe(current["inside"]))
+print("inside, legacy: ", describe(legacy["inside"]))
 
 # %%
 # For ``PoolingClassifier`` the legacy flow leaves the decomposed max pooling
@@ -141,7 +178,7 @@ current, legacy = results["PoolingClassifier", "to_edge_transform_and_lower"], r
 assert not current["outside"] and current["calls"] == 1
 assert "max_pool2d_with_indices.default" in legacy["outside"]
 torch.testing.assert_close(current["output"], legacy["output"], atol=1e-5, rtol=1e-5)
-print("outside, legacy:", describe_ops(legacy["outside"]))
+print("outside, legacy:", describe(legacy["outside"]))
 print("deprecation warning:", warnings_seen.messages[0])
 
 # sphinx_gallery_start_ignore
@@ -153,13 +190,13 @@ facts.record("deprecation_warning_count", len(warnings_seen.messages))
 facts.record_table(
     "flows",
     ["Model", "Flow", "Delegate calls", "Operators outside XNNPACK", "Operators inside XNNPACK"],
-    [[model_name, flow, r["calls"], describe_ops(r["outside"]), describe_ops(r["inside"])]
+    [[model_name, flow, r["calls"], describe(r["outside"]), describe(r["inside"])]
      for (model_name, flow), r in results.items()],
 )
 conv_current = results["ConvClassifier", "to_edge_transform_and_lower"]["output"]
 conv_legacy = results["ConvClassifier", "to_edge + to_backend"]["output"]
 facts.record("conv_flows_difference", (conv_current - conv_legacy).abs().max().item(),
              f"{(conv_current - conv_legacy).abs().max().item():.1e}")
-facts.record("pooling_legacy_outside", describe_ops(results["PoolingClassifier", "to_edge + to_backend"]["outside"]))
+facts.record("pooling_legacy_outside", describe(results["PoolingClassifier", "to_edge + to_backend"]["outside"]))
 facts.record("pooling_legacy_calls", results["PoolingClassifier", "to_edge + to_backend"]["calls"])
 # sphinx_gallery_end_ignore

@@ -52,6 +52,49 @@ exported_program = torch.export.export(quantized_model, example_inputs)
 # [end quantize_for_precisions]
 
 # %%
+# Reading a lowered graph
+# -----------------------
+# Each ``executorch_call_delegate`` node of a lowered graph is one call into
+# XNNPACK; its first argument names the lowered module, which keeps the
+# graph XNNPACK was given, so the operators inside each delegate can be
+# counted too. Other operator nodes, except the ``getitem`` nodes that
+# unpack a delegate's outputs, run on the portable kernels.
+
+# [gallery-only read_delegation]
+# [start read_delegation]
+import operator
+from collections import Counter
+
+import torch
+
+
+def op_name(node: torch.fx.Node) -> str:
+    """The operator a node calls, without its namespace: ``"expand_copy.default"``."""
+    return ".".join(node.target.__name__.split(".")[-2:])
+
+
+def read_delegation(graph_module: torch.fx.GraphModule) -> tuple[int, Counter, Counter]:
+    """Delegate calls, operators left outside the delegates, and operators inside them."""
+    calls, outside, inside = 0, Counter(), Counter()
+    for node in graph_module.graph.nodes:
+        if node.op != "call_function" or node.target is operator.getitem:
+            continue
+        if node.target is torch.ops.higher_order.executorch_call_delegate:
+            calls += 1
+            delegate = getattr(graph_module, node.args[0].target)
+            inside.update(op_name(n) for n in delegate.original_module.graph.nodes
+                          if n.op == "call_function" and n.target is not operator.getitem)
+        else:
+            outside[op_name(node)] += 1
+    return calls, outside, inside
+
+
+def describe(counts: Counter) -> str:
+    """``"expand_copy.default ×1, mul.Tensor ×2"``, or ``"none"``."""
+    return ", ".join(f"{name} ×{count}" for name, count in sorted(counts.items())) or "none"
+# [end read_delegation]
+
+# %%
 # Lower with each ``config_precisions``
 # -------------------------------------
 # Whatever XNNPACK does not take runs on ExecuTorch's portable kernels,
@@ -60,15 +103,16 @@ exported_program = torch.export.export(quantized_model, example_inputs)
 # ``to_executorch`` stops with "Missing out variants".
 
 # [start lower_precisions]
-import executorch.kernels.quantized  # noqa: F401  (portable quantize/dequantize kernels)
+import importlib
+
 from executorch.backends.xnnpack.partition.config.xnnpack_config import ConfigPrecisionType
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 from executorch.backends.xnnpack.utils.configs import get_transform_passes
 from executorch.exir import to_edge_transform_and_lower
 from executorch.runtime import Runtime
 
-from xnnguide.delegation import delegate_calls, describe_ops, ops_inside_delegates, ops_outside_delegates
-
+# Imported for its side effect: it registers the portable quantize/dequantize kernels.
+importlib.import_module("executorch.kernels.quantized")
 runtime = Runtime.get()
 with torch.no_grad():
     reference = quantized_model(*example_inputs)
@@ -86,12 +130,12 @@ for label, precisions in settings.items():
         transform_passes=get_transform_passes(),
         partitioner=[XnnpackPartitioner(config_precisions=precisions)],
     )
-    graph_module = edge.exported_program().graph_module
-    outside = ops_outside_delegates(graph_module)
+    # Read the graph before to_executorch(), which rewrites it in place.
+    calls, outside, inside = read_delegation(edge.exported_program().graph_module)
     measured[label] = {
-        "calls": delegate_calls(graph_module),
+        "calls": calls,
         "outside": outside,
-        "inside": ops_inside_delegates(graph_module),
+        "inside": inside,
         "q/dq outside": sum(n for op, n in outside.items() if "quantize_per" in op),
     }
     pte_bytes = edge.to_executorch().buffer
@@ -103,7 +147,7 @@ for label, precisions in settings.items():
     measured[label]["error"] = (output - reference).abs().max().item()
     print(f"{label:15s} delegate calls {measured[label]['calls']}, "
           f"quantize/dequantize nodes outside {measured[label]['q/dq outside']}, "
-          f"outside: {describe_ops(outside)}")
+          f"outside: {describe(outside)}")
 # [end lower_precisions]
 
 # %%
@@ -143,14 +187,14 @@ facts.record_table(
     "precisions",
     ["config_precisions", "Delegate calls", "Quantize/dequantize nodes outside", "Operators outside XNNPACK",
      "Max abs error vs quantized eager"],
-    [[label, r["calls"], r["q/dq outside"], describe_ops(r["outside"]), f"{r['error']:.1e}"]
+    [[label, r["calls"], r["q/dq outside"], describe(r["outside"]), f"{r['error']:.1e}"]
      for label, r in measured.items()],
 )
 facts.record("tolerance", tolerance, f"{tolerance:.1e}")
 facts.record("fp32_qdq_outside", fp32["q/dq outside"])
 facts.record("fp32_calls", fp32["calls"])
 facts.record("dynamic_qdq_outside", dynamic["q/dq outside"])
-facts.record("dynamic_inside", describe_ops(dynamic["inside"]))
+facts.record("dynamic_inside", describe(dynamic["inside"]))
 # sphinx_gallery_end_ignore
 
 # %%

@@ -74,6 +74,48 @@ facts.record_table("subclasses", ["Class", "Precisions its configs enable"],
 # sphinx_gallery_end_ignore
 
 # %%
+# Reading a lowered graph
+# -----------------------
+# In a lowered graph, each ``executorch_call_delegate`` node is one call into
+# XNNPACK. Its first argument names the lowered module (which keeps the
+# graph XNNPACK was given); the other arguments are the tensors passed in on
+# every call. Operator nodes other than these and the ``getitem`` nodes that
+# unpack a delegate's outputs run on the portable kernels.
+
+# [start read_delegation]
+import operator
+from collections import Counter
+
+import torch
+
+
+def op_name(node: torch.fx.Node) -> str:
+    """The operator a node calls, without its namespace: ``"expand_copy.default"``."""
+    return ".".join(node.target.__name__.split(".")[-2:])
+
+
+def read_delegation(graph_module: torch.fx.GraphModule) -> tuple[int, Counter, Counter]:
+    """Delegate calls, operators left outside the delegates, and operators inside them."""
+    calls, outside, inside = 0, Counter(), Counter()
+    for node in graph_module.graph.nodes:
+        if node.op != "call_function" or node.target is operator.getitem:
+            continue
+        if node.target is torch.ops.higher_order.executorch_call_delegate:
+            calls += 1
+            delegate = getattr(graph_module, node.args[0].target)
+            inside.update(op_name(n) for n in delegate.original_module.graph.nodes
+                          if n.op == "call_function" and n.target is not operator.getitem)
+        else:
+            outside[op_name(node)] += 1
+    return calls, outside, inside
+
+
+def describe(counts: Counter) -> str:
+    """``"expand_copy.default ×1, mul.Tensor ×2"``, or ``"none"``."""
+    return ", ".join(f"{name} ×{count}" for name, count in sorted(counts.items())) or "none"
+# [end read_delegation]
+
+# %%
 # A small model and a way to measure a lowering
 # ---------------------------------------------
 # ``lower_and_check`` lowers, reads the graph (before ``to_executorch``,
@@ -85,8 +127,6 @@ import torch.nn.functional as F
 from executorch.backends.xnnpack.utils.configs import get_transform_passes
 from executorch.exir import to_edge_transform_and_lower
 from executorch.runtime import Runtime
-
-from xnnguide.delegation import DELEGATE_CALL, delegate_calls, describe_ops, ops_outside_delegates
 
 
 class SmallConvNet(torch.nn.Module):
@@ -112,12 +152,15 @@ def lower_and_check(model, example_inputs, partitioner, path, atol=1e-5):
         partitioner=[partitioner],
     )
     graph_module = edge.exported_program().graph_module
-    calls = [n for n in graph_module.graph.nodes if getattr(n.target, "__name__", "") == DELEGATE_CALL]
+    calls, outside, _ = read_delegation(graph_module)
+    delegate_nodes = [
+        node for node in graph_module.graph.nodes if node.target is torch.ops.higher_order.executorch_call_delegate
+    ]
     measured = {
-        "delegate calls": delegate_calls(graph_module),
-        "outside": ops_outside_delegates(graph_module),
-        # Arguments of each delegate call after the first (the delegate itself).
-        "delegate inputs": [len(call.args) - 1 for call in calls],
+        "delegate calls": calls,
+        "outside": outside,
+        # Arguments of each delegate call after the first (the lowered module).
+        "delegate inputs": [len(node.args) - 1 for node in delegate_nodes],
     }
     with open(path, "wb") as file:
         file.write(edge.to_executorch().buffer)
@@ -134,7 +177,7 @@ torch.manual_seed(0)
 model = SmallConvNet().eval()
 example_inputs = (torch.randn(1, 3, 16, 16),)
 default = lower_and_check(model, example_inputs, XnnpackPartitioner(), "options_default.pte")
-print(f"default: {default['delegate calls']} delegate call(s), outside: {describe_ops(default['outside'])}")
+print(f"default: {default['delegate calls']} delegate call(s), outside: {describe(default['outside'])}")
 # [end options_model]
 
 # %%
@@ -148,7 +191,7 @@ print(f"default: {default['delegate calls']} delegate call(s), outside: {describ
 # [start per_op_mode]
 per_op = lower_and_check(model, example_inputs, XnnpackPartitioner(per_op_mode=True), "options_per_op.pte")
 print(f"per_op_mode=True: {per_op['delegate calls']} delegate calls "
-      f"(default: {default['delegate calls']}), outside: {describe_ops(per_op['outside'])}")
+      f"(default: {default['delegate calls']}), outside: {describe(per_op['outside'])}")
 # [end per_op_mode]
 
 # sphinx_gallery_start_ignore
@@ -175,7 +218,7 @@ print(f"{len(ALL_PARTITIONER_CONFIGS)} configs by default")
 only_conv_relu = lower_and_check(
     model, example_inputs, XnnpackPartitioner(configs=[ConvolutionConfig, ReLUConfig]), "options_configs.pte"
 )
-print(f"configs=[ConvolutionConfig, ReLUConfig]: outside: {describe_ops(only_conv_relu['outside'])}")
+print(f"configs=[ConvolutionConfig, ReLUConfig]: outside: {describe(only_conv_relu['outside'])}")
 # [end configs_option]
 
 # sphinx_gallery_start_ignore
@@ -307,9 +350,9 @@ bf16_enabled = lower_and_check(
     bf16_model, bf16_inputs, XnnpackPartitioner(enable_bf16=True), "options_bf16_enabled.pte", atol=2e-2
 )
 print(f"default:           {bf16_default['delegate calls']} delegate call(s), "
-      f"outside: {describe_ops(bf16_default['outside'])}")
+      f"outside: {describe(bf16_default['outside'])}")
 print(f"enable_bf16=True:  {bf16_enabled['delegate calls']} delegate call(s), "
-      f"outside: {describe_ops(bf16_enabled['outside'])}")
+      f"outside: {describe(bf16_enabled['outside'])}")
 # [end enable_bf16]
 
 # sphinx_gallery_start_ignore
@@ -329,10 +372,10 @@ facts.record_table(
     "measured",
     ["Option", "Model", "Delegate calls", "Inputs per delegate call", "Operators outside XNNPACK", "Max abs error vs eager"],
     [[option, name, m["delegate calls"], ", ".join(map(str, m["delegate inputs"])) or "-",
-      describe_ops(m["outside"]), f"{m['max abs error']:.1e}"] for option, name, m in measured],
+      describe(m["outside"]), f"{m['max abs error']:.1e}"] for option, name, m in measured],
 )
 facts.record("per_op_calls", per_op["delegate calls"])
 facts.record("default_calls", default["delegate calls"])
-facts.record("configs_outside", describe_ops(only_conv_relu["outside"]))
-facts.record("bf16_default_outside", describe_ops(bf16_default["outside"]))
+facts.record("configs_outside", describe(only_conv_relu["outside"]))
+facts.record("bf16_default_outside", describe(bf16_default["outside"]))
 # sphinx_gallery_end_ignore

@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from conftest import DOCS, GALLERY
+from conftest import DOCS, GALLERY, ROOT
 from xnnguide import facts
 from xnnguide.sphinxext import records_dir
 
@@ -126,3 +126,15 @@ def test_partitioner_page_covers_every_option_of_the_installed_partitioner(built
 
 def page_text_of(fragment):
     return html.unescape(re.sub(r"<[^>]+>", "", fragment))
+
+
+def test_every_copy_of_read_delegation_is_the_same():
+    """The pages show ``read_delegation`` once and say the other recipes use their own copy of it."""
+    from xnnguide.regions import read_regions
+
+    recipes = ["add_your_own_transform_pass", "compare_lowering_with_and_without_transform_passes",
+               "lower_with_dynamic_shapes", "lower_with_legacy_to_edge_to_backend_flow",
+               "measure_partitioner_config_precisions_int8", "measure_partitioner_options"]
+    copies = {name: read_regions(ROOT / "snippets" / f"{name}.py")["read_delegation"].text for name in recipes}
+    first = copies[recipes[0]]
+    assert all(text == first for text in copies.values()), [name for name, text in copies.items() if text != first]
