@@ -103,16 +103,13 @@ def describe(counts: Counter) -> str:
 # ``to_executorch`` stops with "Missing out variants".
 
 # [start lower_precisions]
-import importlib
-
+import executorch.kernels.quantized  # noqa: F401  (registers the quantize/dequantize kernels)
 from executorch.backends.xnnpack.partition.config.xnnpack_config import ConfigPrecisionType
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 from executorch.backends.xnnpack.utils.configs import get_transform_passes
 from executorch.exir import to_edge_transform_and_lower
 from executorch.runtime import Runtime
 
-# Imported for its side effect: it registers the portable quantize/dequantize kernels.
-importlib.import_module("executorch.kernels.quantized")
 runtime = Runtime.get()
 with torch.no_grad():
     reference = quantized_model(*example_inputs)
