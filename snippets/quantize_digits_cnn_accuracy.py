@@ -76,27 +76,69 @@ model.eval()
 # Static quantization fixes every activation's range from the calibration
 # data, so that data must come from the distribution the model will see:
 # the training images, never the test images whose accuracy is measured.
+# The two schemes run the same PT2E steps and differ only in the quantizer's
+# configuration: ``is_per_channel=True`` gives each output channel of a
+# weight its own scale, ``False`` one scale for the whole weight tensor.
 
-from xnnguide.quantization import quantize
+# [start quant_digits_quantize]
+from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+    XNNPACKQuantizer,
+    get_symmetric_quantization_config,
+)
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 example_inputs = (train_x[:BATCH],)
 calibration_inputs = [(batch,) for batch in train_x[:400].split(BATCH)]
-quantized = {
-    scheme: quantize(model, example_inputs, scheme, calibration_inputs)
-    for scheme in ("int8-static", "int8-static-per-tensor")
+configs = {
+    "int8-static": get_symmetric_quantization_config(is_per_channel=True),
+    "int8-static-per-tensor": get_symmetric_quantization_config(is_per_channel=False),
 }
+
+
+def quantize_static(model, config):
+    """Export *model*, calibrate it on the training images, return the int8 model."""
+    prepared = prepare_pt2e(
+        torch.export.export(model, example_inputs).module(),
+        XNNPACKQuantizer().set_global(config),
+    )
+    with torch.no_grad():
+        for inputs in calibration_inputs:
+            prepared(*inputs)
+    return convert_pt2e(prepared)
+
+
+quantized = {scheme: quantize_static(model, config) for scheme, config in configs.items()}
+# [end quant_digits_quantize]
 
 # %%
 # Lower to XNNPACK
 # ----------------
-# All three models, fp32 and both int8 schemes, go through the same lowering,
-# :func:`xnnguide.lowering.lower_to_pte`.
+# All three models, fp32 and both int8 schemes, go through the same lowering:
+# export, ``to_edge_transform_and_lower`` with the XNNPACK transform passes
+# and partitioner, ``to_executorch``, and ``get_delegation_info`` to count
+# what XNNPACK took.
 
-from xnnguide.lowering import lower_to_pte
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+from executorch.backends.xnnpack.utils.configs import get_transform_passes
+from executorch.devtools.backend_debug import get_delegation_info
+from executorch.exir import to_edge_transform_and_lower
 
-delegation = {"fp32": lower_to_pte(model, example_inputs, "digits_cnn_fp32.pte")}
+
+def lower_to_pte(module, path):
+    """Export *module*, lower it to XNNPACK, write *path*; return the delegation info."""
+    edge_program = to_edge_transform_and_lower(
+        torch.export.export(module, example_inputs),
+        transform_passes=get_transform_passes(),
+        partitioner=[XnnpackPartitioner()],
+    )
+    with open(path, "wb") as file:
+        file.write(edge_program.to_executorch().buffer)
+    return get_delegation_info(edge_program.exported_program().graph_module)
+
+
+delegation = {"fp32": lower_to_pte(model, "digits_cnn_fp32.pte")}
 for scheme, module in quantized.items():
-    delegation[scheme] = lower_to_pte(module, example_inputs, f"digits_cnn_{scheme}.pte")
+    delegation[scheme] = lower_to_pte(module, f"digits_cnn_{scheme}.pte")
 print(delegation["int8-static"].get_summary())
 
 # %%
@@ -109,8 +151,6 @@ print(delegation["int8-static"].get_summary())
 # on a rounding boundary can differ by one quantization step).
 
 # [start quant_digits_accuracy]
-import os
-
 from executorch.runtime import Runtime
 
 runtime = Runtime.get()
@@ -144,6 +184,8 @@ for scheme in quantized:
 # [end quant_digits_accuracy]
 
 # sphinx_gallery_start_ignore
+import os
+
 from xnnguide import facts
 
 # A trained network, not a coin toss: otherwise "within 2 points" means little.

@@ -64,16 +64,36 @@ example_inputs = (torch.randint(0, 512, (1, 32)),)
 # Quantize with ``quantize_``
 # ---------------------------
 # torchao quantizes in eager mode, before export, and in place, so the fp32
-# model is copied first: it is needed below as the reference. ``quantize_8da4w``
-# applies ``IntxWeightOnlyConfig`` (int4, ``PerGroup(32)``) to the embedding
-# and ``Int8DynamicActivationIntxWeightConfig`` (int4 weights, ``PerGroup(32)``)
-# to every linear layer. No calibration: weights are quantized from their own
-# values and activations from theirs, at run time.
+# model is copied first: it is needed below as the reference. Two calls of
+# ``quantize_`` make up the scheme. ``IntxWeightOnlyConfig`` stores the
+# embedding table in int4 with one scale per group of 32 values (a lookup
+# has no activation to quantize); ``quantize_`` only changes ``nn.Linear``
+# layers unless a ``filter_fn`` picks other modules, so the first call names
+# the embedding. ``Int8DynamicActivationIntxWeightConfig`` then gives every
+# linear layer int4 weights, grouped the same way, and int8 activations
+# quantized per token at run time. No calibration: weights are quantized from
+# their own values and activations from theirs, at run time.
 
-from xnnguide.quantization import quantize
+# [start quant_8da4w]
+from torchao.quantization import (
+    Int8DynamicActivationIntxWeightConfig,
+    IntxWeightOnlyConfig,
+    PerGroup,
+    quantize_,
+)
 
-quantized_model = quantize(copy.deepcopy(model), example_inputs, "8da4w")
+quantized_model = copy.deepcopy(model)
+quantize_(
+    quantized_model,
+    IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32)),
+    filter_fn=lambda module, fqn: isinstance(module, torch.nn.Embedding),
+)
+quantize_(
+    quantized_model,
+    Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4, weight_granularity=PerGroup(32)),
+)
 print(type(quantized_model.embed.weight).__name__, type(quantized_model.head.weight).__name__)
+# [end quant_8da4w]
 
 # %%
 # What the quantized embedding needs
@@ -89,18 +109,24 @@ print(type(quantized_model.embed.weight).__name__, type(quantized_model.head.wei
 #    ``to_executorch`` fuse the pair into one
 #    ``quantized_decomposed::embedding_4bit`` operator and pack the table two
 #    values per byte at export time.
-# 2. ``import executorch.kernels.quantized`` loads the quantized kernel
+# 2. Importing ``executorch.kernels.quantized`` loads the quantized kernel
 #    library, which registers that operator's kernel with the runtime in this
-#    process. Without it, loading the method fails with ``Missing operator:
+#    process. Nothing else in the recipe uses the module, so it is imported
+#    with ``importlib.import_module``, which states that intent. Without it, loading the method fails with ``Missing operator:
 #    quantized_decomposed::embedding_4bit.out``. (A C++ application links the
 #    ``quantized_ops_lib`` kernel library instead.)
 
 # [start quant_8da4w_lower]
-import executorch.kernels.quantized  # noqa: F401  registers embedding_4bit.out with the runtime
+import importlib
+
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 from executorch.backends.xnnpack.utils.configs import get_transform_passes
 from executorch.devtools.backend_debug import get_delegation_info
 from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
+
+# Imported for its side effect: the module registers the quantized kernel
+# library, embedding_4bit.out included, with the runtime of this process.
+importlib.import_module("executorch.kernels.quantized")
 
 
 def lower_to_pte(module, path):
@@ -198,6 +224,9 @@ print(f".pte size, 8da4w / fp32: {size_ratio:.2f}")
 # sphinx_gallery_start_ignore
 from xnnguide import facts, quantization
 
+# Groups of 32 must tile every quantized row: the prose promises it.
+widths = [m.in_features for m in model.modules() if isinstance(m, torch.nn.Linear)]
+assert all(width % 32 == 0 for width in widths + [model.embed.embedding_dim]), widths
 output_scale = fp32_output.abs().max().item()
 assert output_scale > 0.1, "outputs too small for a relative tolerance"
 # 4-bit weights and embedding: well under a quarter of the fp32 program.

@@ -45,31 +45,63 @@ example_inputs = (torch.randn(16, 256),)
 # %%
 # Quantize with dynamic activations
 # ---------------------------------
-# ``quantize`` with ``"int8-dynamic"`` runs PT2E with
-# ``get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True)``.
-# Only the weights are observed, so no calibration inputs are passed: the
-# activation scales are computed from each input at run time.
+# The PT2E steps of static quantization, with one change in the quantizer's
+# configuration: ``is_dynamic=True`` leaves every activation's scale to be
+# computed from each input at run time. Only the weights are observed ahead
+# of time, so there is no calibration data; but the weight observers record
+# nothing until a forward pass runs, so the prepared model is called once,
+# on the example input. (Without that call ``convert_pt2e`` only warns
+# ``must run observer before calling calculate_qparams``, and lowering then
+# fails with ``Invalid size of per channel quantization scales``.)
 
 # [start quant_dynamic_quantize]
-from xnnguide.quantization import quantize
+from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+    XNNPACKQuantizer,
+    get_symmetric_quantization_config,
+)
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-quantized_model = quantize(model, example_inputs, "int8-dynamic")
+captured = torch.export.export(model, example_inputs).module()
+quantizer = XNNPACKQuantizer().set_global(
+    get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True)
+)
+prepared = prepare_pt2e(captured, quantizer)
+with torch.no_grad():
+    prepared(*example_inputs)  # observes the weights; activation ranges are not kept
+quantized_model = convert_pt2e(prepared)
 # [end quant_dynamic_quantize]
 
 # %%
 # Lower fp32 and int8
 # -------------------
-# The same lowering call for both, :func:`xnnguide.lowering.lower_to_pte`
-# (export, lower with the XNNPACK transform passes and partitioner, write the
-# ``.pte``, return the delegation info). In the int8 graph each linear layer is
-# preceded by ``choose_qparams``, ``quantize`` and ``dequantize`` of its input
-# and a ``dequantize`` of its weight; the partitioner turns each such group
-# into one XNNPACK dynamically quantized fully-connected operator.
+# The same lowering function for both: export, ``to_edge_transform_and_lower``
+# with the XNNPACK transform passes and partitioner, write the ``.pte``, and
+# return ``get_delegation_info`` of the lowered graph. In the int8 graph each
+# linear layer is preceded by ``choose_qparams``, ``quantize`` and
+# ``dequantize`` of its input and a ``dequantize`` of its weight; the
+# partitioner turns each such group into one XNNPACK dynamically quantized
+# fully-connected operator.
 
-from xnnguide.lowering import lower_to_pte
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+from executorch.backends.xnnpack.utils.configs import get_transform_passes
+from executorch.devtools.backend_debug import get_delegation_info
+from executorch.exir import to_edge_transform_and_lower
 
-fp32_delegation = lower_to_pte(model, example_inputs, "mlp_fp32.pte")
-int8_delegation = lower_to_pte(quantized_model, example_inputs, "mlp_int8_dynamic.pte")
+
+def lower_to_pte(module, path):
+    """Export *module*, lower it to XNNPACK, write *path*; return the delegation info."""
+    edge_program = to_edge_transform_and_lower(
+        torch.export.export(module, example_inputs),
+        transform_passes=get_transform_passes(),
+        partitioner=[XnnpackPartitioner()],
+    )
+    with open(path, "wb") as file:
+        file.write(edge_program.to_executorch().buffer)
+    return get_delegation_info(edge_program.exported_program().graph_module)
+
+
+fp32_delegation = lower_to_pte(model, "mlp_fp32.pte")
+int8_delegation = lower_to_pte(quantized_model, "mlp_int8_dynamic.pte")
 print(int8_delegation.get_summary())
 
 # %%
@@ -82,6 +114,7 @@ print(int8_delegation.get_summary())
 # backend serialises it as one scale per row (per token), which is finer.
 # The test input is a fresh draw, not the example used for export.
 
+# [start quant_dynamic_run]
 import os
 
 from executorch.runtime import Runtime
@@ -116,6 +149,7 @@ size_ratio = os.path.getsize("mlp_int8_dynamic.pte") / os.path.getsize("mlp_fp32
 print(f"relative error against int8 eager: {error_vs_int8_eager:.4f}")
 print(f"relative error against fp32 eager: {error_vs_fp32:.4f}")
 print(f".pte size, int8 / fp32: {size_ratio:.2f}")
+# [end quant_dynamic_run]
 
 # sphinx_gallery_start_ignore
 from xnnguide import facts, quantization

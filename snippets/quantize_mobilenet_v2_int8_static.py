@@ -8,27 +8,47 @@ choice for convolutional networks), lowers it to XNNPACK next to the fp32
 model, runs both ``.pte`` files on the ExecuTorch runtime, and compares the
 int8 program with the quantized eager model it came from and with the fp32
 model. The per-tensor variant, and accuracy on real data, are measured on a
-trained network in :doc:`quantize_digits_cnn_accuracy`.
+trained network in :doc:`quantize_digits_cnn_accuracy`. Everything it uses
+comes with ``torch``, ``torchvision``, ``torchao`` and ``executorch``.
 """
 
 # %%
 # The fp32 model and its calibration data
 # ---------------------------------------
 # As in :doc:`lower_mobilenet_v2_fp32`, the weights are random
-# (``weights=None``: nothing is downloaded) and ``calibrate_batchnorm`` gives
-# the batch-norm layers statistics measured on standard-normal images, so
-# activations have realistic ranges. Static quantization freezes activation
-# ranges into the program, so the calibration data must look like what the
-# model will see: here that is the same standard-normal distribution, drawn
-# with a different seed than the test input.
+# (``weights=None``: nothing is downloaded). Random weights with default
+# batch-norm statistics (mean 0, variance 1) shrink the activations layer by
+# layer until the logits are near zero, which would make every comparison
+# below pass. So the batch-norm layers first measure real statistics: a few
+# batches of standard-normal images go through the model in training mode,
+# with ``momentum=None`` so that each layer averages over all of them. No
+# weight changes, only the running statistics.
+#
+# Static quantization freezes activation ranges into the program, so the
+# calibration data must look like what the model will see: here that is the
+# same standard-normal distribution, drawn with a different seed than the
+# test input.
 
 import torch
 import torchvision
 
-from xnnguide.models import calibrate_batchnorm
-
 torch.manual_seed(0)
-model = calibrate_batchnorm(torchvision.models.mobilenet_v2(weights=None))
+model = torchvision.models.mobilenet_v2(weights=None)
+
+norms = [module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)]
+momenta = [norm.momentum for norm in norms]
+for norm in norms:
+    norm.reset_running_stats()
+    norm.momentum = None  # a cumulative average over the batches below
+statistics_generator = torch.Generator().manual_seed(0)
+model.train()
+with torch.no_grad():
+    for _ in range(4):
+        model(torch.randn(8, 3, 224, 224, generator=statistics_generator))
+for norm, momentum in zip(norms, momenta):
+    norm.momentum = momentum
+model.eval()  # export must capture batch norm and dropout as in inference
+
 example_inputs = (torch.randn(1, 3, 224, 224),)
 
 calibration_generator = torch.Generator().manual_seed(1)
@@ -39,34 +59,69 @@ calibration_inputs = [
 # %%
 # Quantize: prepare, calibrate, convert
 # -------------------------------------
-# ``quantize`` from ``xnnguide.quantization`` runs the PT2E steps the
-# Quantization guide shows: export, ``prepare_pt2e`` with an
-# ``XNNPACKQuantizer``, one forward pass per calibration input, and
-# ``convert_pt2e``. The result is a graph module that computes in eager
-# PyTorch what the int8 program should compute; it is the reference the
-# ``.pte`` files are checked against below.
+# PT2E quantization works on the exported ATen graph, not on the
+# ``nn.Module``. The ``XNNPACKQuantizer`` marks the operator patterns that
+# XNNPACK can run in int8; ``get_symmetric_quantization_config`` with
+# ``is_per_channel=True`` gives every output channel of a weight its own
+# scale, the usual choice for convolutions. ``prepare_pt2e`` inserts an
+# observer on every tensor to quantize, the calibration images flow through
+# the prepared graph so that the observers record value ranges, and
+# ``convert_pt2e`` replaces the observers with quantize/dequantize operators
+# that carry the measured scales. The result still runs in eager PyTorch,
+# simulating int8 in float arithmetic: it is the reference the ``.pte`` is
+# checked against below.
 
 # [start quant_static_quantize]
-from xnnguide.quantization import quantize
+from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+    XNNPACKQuantizer,
+    get_symmetric_quantization_config,
+)
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-quantized_model = quantize(model, example_inputs, "int8-static", calibration_inputs)
+captured = torch.export.export(model, example_inputs).module()
+quantizer = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True))
+prepared = prepare_pt2e(captured, quantizer)
+
+# Observers record value ranges while representative inputs flow through.
+with torch.no_grad():
+    for inputs in calibration_inputs:
+        prepared(*inputs)
+quantized_model = convert_pt2e(prepared)
 # [end quant_static_quantize]
 
 # %%
 # Lower fp32 and int8 the same way
 # --------------------------------
 # A quantized model is exported and lowered exactly like an fp32 one, so one
-# function, :func:`xnnguide.lowering.lower_to_pte`, does both: the flow of the
-# overview, returning ``get_delegation_info`` of the lowered graph. The
-# partitioner finds each quantize/dequantize group around a convolution, an
-# addition or a linear layer and hands it to XNNPACK as one int8 operator.
-# The fp32 program is built only to compare sizes and outputs.
+# small function does both: ``torch.export.export``, then
+# ``to_edge_transform_and_lower`` with the XNNPACK transform passes and
+# partitioner, then ``to_executorch``, whose buffer is the ``.pte`` file. It
+# returns ``get_delegation_info`` of the lowered graph, which counts what
+# XNNPACK took. The partitioner finds each quantize/dequantize group around a
+# convolution, an addition or a linear layer and hands it to XNNPACK as one
+# int8 operator. The fp32 program is built only to compare sizes and outputs.
 
 # [start quant_static_lower]
-from xnnguide.lowering import lower_to_pte
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+from executorch.backends.xnnpack.utils.configs import get_transform_passes
+from executorch.devtools.backend_debug import get_delegation_info
+from executorch.exir import to_edge_transform_and_lower
 
-fp32_delegation = lower_to_pte(model, example_inputs, "mobilenet_v2_fp32.pte")
-int8_delegation = lower_to_pte(quantized_model, example_inputs, "mobilenet_v2_int8_static.pte")
+
+def lower_to_pte(module, path):
+    """Export *module*, lower it to XNNPACK, write *path*; return the delegation info."""
+    edge_program = to_edge_transform_and_lower(
+        torch.export.export(module, example_inputs),
+        transform_passes=get_transform_passes(),
+        partitioner=[XnnpackPartitioner()],
+    )
+    with open(path, "wb") as file:
+        file.write(edge_program.to_executorch().buffer)
+    return get_delegation_info(edge_program.exported_program().graph_module)
+
+
+fp32_delegation = lower_to_pte(model, "mobilenet_v2_fp32.pte")
+int8_delegation = lower_to_pte(quantized_model, "mobilenet_v2_int8_static.pte")
 print(int8_delegation.get_summary())
 # [end quant_static_lower]
 

@@ -1,9 +1,17 @@
-"""The Quantization page names only schemes that an executed recipe covers.
+"""The Quantization page names only schemes that an executed recipe covers,
+and shows the recipes' own code for each of them.
 
 The scheme table of ``docs/guides/quantization.md`` has one row per scheme;
 its last cell links the recipes that prove the row. A row is covered when
 every recipe it links passed its last run, in its current form, and recorded
 (fact ``schemes``) that it applied that scheme end to end.
+
+The code the page shows comes from the recipes (``literalinclude`` of
+``snippets/``, never of this repository's ``xnnguide`` package) and imports
+only public packages, so a reader can run it. Under "The code of each
+scheme", each scheme has a tab (or a heading) whose code makes the calls
+that define the scheme: the PT2E steps with the quantizer configuration of
+that scheme, or torchao's ``quantize_`` with the 8da4w configurations.
 """
 
 from __future__ import annotations
@@ -11,6 +19,8 @@ from __future__ import annotations
 import ast
 import json
 import re
+import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +29,7 @@ import pytest
 from conftest import DOCS, GALLERY, SNIPPETS
 from xnnguide import facts
 from xnnguide.quantization import SCHEMES
+from xnnguide.regions import read_regions
 from xnnguide.sphinxext import dependency_key, load_run_record, records_dir
 
 PAGE = DOCS / "guides" / "quantization.md"
@@ -113,6 +124,127 @@ def coverage_problems(rows: list[Row], snippets: Path, gallery: Path) -> list[st
     return problems
 
 
+# What the code shown for each scheme must call (and must not).
+PT2E_STEPS = ("XNNPACKQuantizer()", "get_symmetric_quantization_config(", "prepare_pt2e(", "convert_pt2e(")
+SCHEME_CODE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "int8-static": (PT2E_STEPS + ("is_per_channel=True",), ("is_dynamic=True",)),
+    "int8-static-per-tensor": (PT2E_STEPS + ("is_per_channel=False",), ("is_dynamic=True",)),
+    "int8-dynamic": (PT2E_STEPS + ("is_per_channel=True", "is_dynamic=True"), ()),
+    "8da4w": (("quantize_(", "IntxWeightOnlyConfig(", "Int8DynamicActivationIntxWeightConfig(",
+               "weight_dtype=torch.int4", "PerGroup(32)", "torch.nn.Embedding"), ()),
+}
+LOWERING_CALLS = ("to_edge_transform_and_lower(", "get_transform_passes()", "XnnpackPartitioner()")
+PUBLIC_PACKAGES = {"torch", "torchvision", "torchao", "executorch", "numpy", "matplotlib", "sklearn"}
+LITERALINCLUDE = re.compile(r"^```\{literalinclude\}\s+(\S+)\s*$")
+START_AFTER = re.compile(r'^:start-after:\s*"?# \[start ([A-Za-z0-9_-]+)\]"?\s*$')
+TAB_ITEM = re.compile(r"^:::\{tab-item\}\s*(.*?)\s*$")
+
+
+@dataclass(frozen=True)
+class Include:
+    line: int
+    path: Path  # resolved
+    region: str | None  # None: the whole file
+    section: str  # the "## " heading it is under
+    label: str  # the enclosing tab-item title, else the "### " or "## " heading
+
+
+def includes(markdown: str, page_dir: Path) -> list[Include]:
+    """Every ``literalinclude`` of *markdown*, with where on the page it sits."""
+    found = []
+    lines = markdown.splitlines()
+    section = heading = ""
+    tab = None
+    for index, line in enumerate(lines):
+        if line.startswith("## "):
+            section = heading = line[3:].strip()
+            tab = None
+        elif line.startswith("### "):
+            heading = line[4:].strip()
+        elif TAB_ITEM.match(line):
+            tab = TAB_ITEM.match(line).group(1)
+        elif line.strip() == ":::" or line.startswith("::::"):
+            tab = None
+        match = LITERALINCLUDE.match(line)
+        if not match:
+            continue
+        region = None
+        for option in lines[index + 1:]:
+            if not option.startswith(":"):
+                break
+            start = START_AFTER.match(option)
+            if start:
+                region = start.group(1)
+        found.append(Include(index + 1, (page_dir / match.group(1)).resolve(), region, section,
+                             tab if tab is not None else heading))
+    return found
+
+
+def shown_code(include: Include) -> str:
+    """The code an include shows: its region, or the whole file."""
+    if include.region is None:
+        return include.path.read_text(encoding="utf-8")
+    return read_regions(include.path)[include.region].text
+
+
+def schemes_named(label: str) -> list[str]:
+    return [scheme for scheme in SCHEMES
+            if re.search(rf"(?<![\w-]){re.escape(scheme)}(?![\w-])", label)]
+
+
+def source_problems(shown: list[Include], snippets: Path) -> list[str]:
+    """Includes of anything but a recipe region, and shown code importing non-public packages."""
+    problems = []
+    allowed = PUBLIC_PACKAGES | set(sys.stdlib_module_names)
+    for include in shown:
+        where = f"{PAGE.name}:{include.line}"
+        if include.path.parent != snippets.resolve() or include.path.suffix != ".py":
+            problems.append(f"{where}: includes {include.path.name}, which is not a recipe in snippets/")
+            continue
+        if include.region is None or include.region not in read_regions(include.path):
+            problems.append(f"{where}: {include.path.name} has no region {include.region!r}")
+            continue
+        tree = ast.parse(textwrap.dedent(shown_code(include)))
+        for node in ast.walk(tree):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
+                     else [])
+            for name in names:
+                if name.split(".")[0] not in allowed:
+                    problems.append(f"{where}: {include.path.name} [{include.region}] imports {name}, "
+                                    f"which a reader with only public packages does not have")
+    return problems
+
+
+def scheme_code_problems(shown: list[Include]) -> list[str]:
+    """Schemes whose code, under 'The code of each scheme', is missing or lacks a defining call."""
+    problems = []
+    if set(SCHEME_CODE) != set(SCHEMES):
+        problems.append(f"SCHEME_CODE lists {sorted(SCHEME_CODE)}, xnnguide.quantization has "
+                        f"{sorted(SCHEMES)}: say what each new scheme's code must call")
+    code: dict[str, list[str]] = {scheme: [] for scheme in SCHEMES}
+    for include in shown:
+        if include.section == "The code of each scheme":
+            for scheme in schemes_named(include.label):
+                code[scheme].append(shown_code(include))
+    for scheme, (required, forbidden) in SCHEME_CODE.items():
+        if not code.get(scheme):
+            problems.append(f"{PAGE.name}: 'The code of each scheme' shows no code for {scheme!r}")
+            continue
+        text = "\n".join(code[scheme])
+        problems += [f"{PAGE.name}: the code shown for {scheme!r} never calls {call!r}"
+                     for call in required if call not in text]
+        problems += [f"{PAGE.name}: the code shown for {scheme!r} has {call!r}, which is another scheme"
+                     for call in forbidden if call in text]
+    lowering = [include for include in shown if include.section == "Lowering a quantized model"]
+    if not lowering:
+        problems.append(f"{PAGE.name}: 'Lowering a quantized model' shows no code")
+    for include in lowering:
+        problems += [f"{PAGE.name}:{include.line}: the lowering shown lacks {call!r}"
+                     for call in LOWERING_CALLS if call not in shown_code(include)]
+    return problems
+
+
 # ------------------------------------------------------------------ the page
 
 
@@ -163,6 +295,18 @@ def test_the_operator_column_matches_the_installed_quantizer(scheme, dynamic):
     for family in sorted(_families(dynamic)):
         assert family in OPERATOR_WORDS, f"the quantizer has a new pattern family {family!r}: document it"
         assert OPERATOR_WORDS[family] in cell, f"the {scheme} row does not mention {OPERATOR_WORDS[family]}"
+
+
+def test_the_page_shows_only_recipe_code_that_imports_public_packages():
+    shown = includes(PAGE.read_text(encoding="utf-8"), PAGE.parent)
+    assert shown, "the page includes no code"
+    problems = source_problems(shown, SNIPPETS)
+    assert not problems, "\n" + "\n".join(problems)
+
+
+def test_the_page_shows_each_schemes_own_quantization_and_lowering_calls():
+    problems = scheme_code_problems(includes(PAGE.read_text(encoding="utf-8"), PAGE.parent))
+    assert not problems, "\n" + "\n".join(problems)
 
 
 @pytest.mark.build
@@ -232,3 +376,54 @@ def test_an_unknown_or_unproven_row_is_reported(tmp_path):
     assert "tiny.py never names scheme 'int4-magic'" in problems
     assert "row 'int8-dynamic' links no recipe" in problems
     assert "scheme '8da4w' has 0 rows" in problems
+
+
+def _fake_recipe(snippets: Path) -> Path:
+    snippets.mkdir(parents=True, exist_ok=True)
+    (snippets / "recipe.py").write_text(
+        "# [start static]\n"
+        "from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e\n"
+        "q = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True))\n"
+        "m = convert_pt2e(prepare_pt2e(g, q))\n"
+        "# [end static]\n"
+        "# [start private]\n"
+        "from xnnguide.quantization import quantize\n"
+        "# [end private]\n"
+    )
+    return snippets
+
+
+def test_shown_code_from_outside_the_recipes_or_with_private_imports_is_reported(tmp_path):
+    snippets = _fake_recipe(tmp_path / "snippets")
+    page_dir = tmp_path / "docs"
+    markdown = (
+        "## The code of each scheme\n"
+        "```{literalinclude} ../snippets/recipe.py\n:start-after: \"# [start static]\"\n```\n"
+        "```{literalinclude} ../snippets/recipe.py\n:start-after: \"# [start private]\"\n```\n"
+        "```{literalinclude} ../xnnguide/quantization.py\n:pyobject: quantize\n```\n"
+    )
+    problems = "\n".join(source_problems(includes(markdown, page_dir), snippets))
+    assert "imports xnnguide.quantization" in problems
+    assert "quantization.py, which is not a recipe" in problems
+    assert "[static]" not in problems
+
+
+def test_a_scheme_shown_without_its_defining_calls_is_reported(tmp_path):
+    snippets = _fake_recipe(tmp_path / "snippets")
+    include = "```{literalinclude} ../snippets/recipe.py\n:start-after: \"# [start static]\"\n```\n"
+    markdown = (
+        "## The code of each scheme\n### PT2E\n::::{tab-set}\n"
+        ":::{tab-item} int8-static\n" + include + ":::\n"
+        ":::{tab-item} int8-dynamic\n" + include + ":::\n::::\n"
+        "## Lowering a quantized model\n" + include
+    )
+    shown = includes(markdown, tmp_path / "docs")
+    assert [(i.section, i.label) for i in shown] == [
+        ("The code of each scheme", "int8-static"), ("The code of each scheme", "int8-dynamic"),
+        ("Lowering a quantized model", "Lowering a quantized model")]
+    problems = "\n".join(scheme_code_problems(shown))
+    assert "for 'int8-static' never" not in problems
+    assert "the code shown for 'int8-dynamic' never calls 'is_dynamic=True'" in problems
+    assert "shows no code for 'int8-static-per-tensor'" in problems
+    assert "shows no code for '8da4w'" in problems
+    assert "the lowering shown lacks 'get_transform_passes()'" in problems
