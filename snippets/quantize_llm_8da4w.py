@@ -111,22 +111,18 @@ print(type(quantized_model.embed.weight).__name__, type(quantized_model.head.wei
 #    values per byte at export time.
 # 2. Importing ``executorch.kernels.quantized`` loads the quantized kernel
 #    library, which registers that operator's kernel with the runtime in this
-#    process. Nothing else in the recipe uses the module, so it is imported
-#    with ``importlib.import_module``, which states that intent. Without it, loading the method fails with ``Missing operator:
+#    process; nothing else in the recipe uses the module. Without it,
+#    loading the method fails with ``Missing operator:
 #    quantized_decomposed::embedding_4bit.out``. (A C++ application links the
 #    ``quantized_ops_lib`` kernel library instead.)
 
 # [start quant_8da4w_lower]
-import importlib
-
+import executorch.kernels.quantized  # noqa: F401  (registers embedding_4bit.out with the runtime)
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 from executorch.backends.xnnpack.utils.configs import get_transform_passes
 from executorch.devtools.backend_debug import get_delegation_info
 from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
 
-# Imported for its side effect: the module registers the quantized kernel
-# library, embedding_4bit.out included, with the runtime of this process.
-importlib.import_module("executorch.kernels.quantized")
 
 
 def lower_to_pte(module, path):
