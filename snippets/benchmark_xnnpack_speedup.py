@@ -16,21 +16,34 @@ doing.
 # The machine
 # -----------
 # Latency says as much about the CPU as about the program, so the build reads
-# the processor model and the number of logical cores before measuring.
+# the processor model and the number of logical cores before measuring. On
+# Linux the kernel lists the model in ``/proc/cpuinfo``; elsewhere
+# ``platform`` gives what it can, often only the architecture.
 
 import os
+import platform
 
-from xnnguide import environment
 
-machine = environment.describe()
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:  # not Linux
+        pass
+    return platform.processor() or platform.machine()
+
+
+cpu = cpu_name()
 cores = os.cpu_count() or 1
-print(f"CPU: {machine['cpu']}, {machine['cores']} logical cores ({machine['machine']})")
+print(f"CPU: {cpu}, {cores} logical cores ({platform.machine()})")
 
 # sphinx_gallery_start_ignore
 from xnnguide import facts
 
-facts.record("cpu", machine["cpu"])
-facts.record("cores", machine["cores"])
+facts.record("cpu", cpu)
+facts.record("cores", cores)
 # Timings need the machine to themselves: with the next line this recipe
 # runs alone, before the recipes that run side by side.
 # sphinx_gallery_parallel = False
@@ -43,15 +56,30 @@ facts.record("cores", machine["cores"])
 # The models
 # ----------
 # Both models start from random weights (``weights=None``: nothing is
-# downloaded), and ``calibrate_batchnorm`` gives their batch-norm layers
-# realistic statistics, so that outputs have a useful scale and the
-# comparisons below mean something. Latency does not depend on the weights'
-# values, only on the operators and shapes.
+# downloaded). Their batch-norm layers would then keep their initial
+# statistics, which do not match the activations and shrink the outputs to
+# almost nothing; ``calibrate_batchnorm`` measures real statistics instead,
+# from a few batches of random images run in training mode, so that outputs
+# have a useful scale and the comparisons below mean something. Latency does
+# not depend on the weights' values, only on the operators and shapes.
 
 import torch
 import torchvision
 
-from xnnguide.models import calibrate_batchnorm
+
+def calibrate_batchnorm(model, batches=4, batch_size=8):
+    batch_norms = [module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)]
+    for batch_norm in batch_norms:
+        batch_norm.reset_running_stats()
+        batch_norm.momentum = None  # a plain average over the batches below
+    model.train()
+    with torch.no_grad():
+        for _ in range(batches):
+            model(torch.randn(batch_size, 3, 224, 224))
+    for batch_norm in batch_norms:
+        batch_norm.momentum = 0.1  # PyTorch's default again
+    return model.eval()  # export needs inference behaviour from batch norm and dropout
+
 
 torch.manual_seed(0)
 models = {
@@ -70,16 +98,40 @@ example_inputs = (torch.randn(1, 3, 224, 224),)
 #   for correctness and portability rather than speed;
 # * **XNNPACK fp32**: the same call with ``XnnpackPartitioner`` and the
 #   XNNPACK transform passes, as in :doc:`the overview </overview>`;
-# * **XNNPACK int8**: the model first goes through the guide's one PT2E
-#   quantization helper, ``xnnguide.quantization.quantize_pt2e`` (static
-#   int8 activations calibrated on sample inputs, per-channel int8 weights),
-#   then is exported and lowered to XNNPACK like the fp32 model.
+# * **XNNPACK int8**: the model is first quantized with PT2E (static int8
+#   activations calibrated on sample inputs, per-channel int8 weights), see
+#   ``quantize_int8`` below, then exported and lowered to XNNPACK like the
+#   fp32 model.
+#
+# PT2E quantization works on the exported graph: ``XNNPACKQuantizer`` marks
+# the operators XNNPACK can run in int8, ``prepare_pt2e`` puts observers on
+# their inputs and outputs, the calibration images record value ranges, and
+# ``convert_pt2e`` turns the ranges into quantize/dequantize pairs, which the
+# XNNPACK partitioner lowers with the operator between them as one integer
+# operator.
 
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+    XNNPACKQuantizer,
+    get_symmetric_quantization_config,
+)
 from executorch.backends.xnnpack.utils.configs import get_transform_passes
 from executorch.exir import to_edge_transform_and_lower
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-from xnnguide.quantization import quantize_pt2e
+
+def quantize_int8(model, example_inputs, calibration_inputs):
+    quantizer = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True))
+    # The quantizer's conv + batch-norm patterns serve quantization-aware
+    # training only. prepare_pt2e folds batch norm into the convolutions
+    # before annotating, so they cannot match here, yet tracing them costs
+    # seconds per model: drop them.
+    quantizer.SUPPORTED_PATTERNS = [p for p in quantizer.SUPPORTED_PATTERNS if not p.is_qat]
+    prepared = prepare_pt2e(torch.export.export(model, example_inputs).module(), quantizer)
+    with torch.no_grad():
+        for inputs in calibration_inputs:
+            prepared(*inputs)
+    return convert_pt2e(prepared)  # runs in eager PyTorch too: the int8 reference
 
 
 def write_pte(exported_program, path, xnnpack):
@@ -102,7 +154,7 @@ for name, model in models.items():
     exported = torch.export.export(model, example_inputs)
     programs[name, "portable"] = write_pte(exported, f"{stem}_portable.pte", xnnpack=False)
     programs[name, "XNNPACK fp32"] = write_pte(exported, f"{stem}_xnnpack_fp32.pte", xnnpack=True)
-    quantized_models[name] = quantize_pt2e(model, example_inputs, calibration_inputs)
+    quantized_models[name] = quantize_int8(model, example_inputs, calibration_inputs)
     exported_int8 = torch.export.export(quantized_models[name], example_inputs)
     programs[name, "XNNPACK int8"] = write_pte(exported_int8, f"{stem}_xnnpack_int8.pte", xnnpack=True)
 
@@ -198,20 +250,46 @@ print(f"default threads: PyTorch {default_threads[0]}, ExecuTorch pool {default_
 # %%
 # Time every program
 # ------------------
-# ``time_calls`` makes a few untimed warm-up calls, then times single-image
-# calls and reports their median and spread (half the interquartile range).
-# The portable programs take seconds per image, so they get one warm-up call
-# and three timed calls, with one thread only: few calls, but each is long
-# enough that timer noise does not matter.
+# ``time_calls`` makes a few untimed warm-up calls, which pay one-off costs
+# (memory allocation, thread start-up), then times single-image calls one by
+# one with ``time.perf_counter``. Each configuration is summarised by the
+# median of its calls, which resists the odd call slowed by other work, and
+# their spread, half the interquartile range. The portable programs take
+# seconds per image, so they get one warm-up call and three timed calls, with
+# one thread only: few calls, but each is long enough that timer noise does
+# not matter.
 
-from xnnguide.measure import time_calls
+import statistics
+import time
+
+
+def time_calls(call, runs, warmup):
+    """Call ``call`` ``warmup`` times untimed, then time ``runs`` calls; milliseconds."""
+    for _ in range(warmup):
+        call()
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+def median_ms(samples):
+    return statistics.median(samples)
+
+
+def spread_ms(samples):
+    quartile_1, _, quartile_3 = statistics.quantiles(samples, n=4)
+    return (quartile_3 - quartile_1) / 2
+
 
 RUNS = {"eager": 15, "portable": 3, "XNNPACK fp32": 20, "XNNPACK int8": 20}
 WARMUP = {"eager": 2, "portable": 1, "XNNPACK fp32": 3, "XNNPACK int8": 3}
 
 # Other programs competing for the cores slow every figure; the load average says how much.
 load_before = os.getloadavg()[0]
-timings = {}  # (model name, program name, threads) -> Timing
+timings = {}  # (model name, program name, threads) -> call times in ms
 for threads in thread_counts:
     use_threads(threads)
     for name, model in models.items():
@@ -226,7 +304,7 @@ for threads in thread_counts:
             timings[name, program, threads] = time_calls(
                 lambda: forward.execute(list(example_inputs)), RUNS[program], WARMUP[program]
             )
-            del forward  # it may hold this thread count's pool, which the next reset replaces
+            forward = None  # drop it: it may hold this thread count's pool, which the next reset replaces
 torch.set_num_threads(default_threads[0])
 _unsafe_reset_threadpool(default_threads[1])
 load_after = os.getloadavg()[0]
@@ -234,19 +312,19 @@ print(f"1-minute load average: {load_before:.2f} before timing, {load_after:.2f}
 
 
 def speedup(name, program, threads):
-    return timings[name, "eager", threads].median_ms / timings[name, program, threads].median_ms
+    return median_ms(timings[name, "eager", threads]) / median_ms(timings[name, program, threads])
 
 
-for (name, program, threads), timing in timings.items():
-    print(f"{name:>12} {program:<13} {threads} thread(s): {timing}   "
-          f"{speedup(name, program, threads):5.2f}x eager")
+for (name, program, threads), samples in timings.items():
+    print(f"{name:>12} {program:<13} {threads} thread(s): {median_ms(samples):8.2f} ms "
+          f"± {spread_ms(samples):6.2f} ms ({len(samples)} runs) {speedup(name, program, threads):6.2f}x eager")
 
 # sphinx_gallery_start_ignore
 expected = {(name, program, threads) for name in models for program in RUNS for threads in thread_counts
             if not (program == "portable" and threads > 1)}
 assert set(timings) == expected, f"configurations without a time: {expected - set(timings)}"
-for key, timing in timings.items():
-    assert len(timing.samples_ms) == RUNS[key[1]] and timing.median_ms > 0, f"{key}: no valid time"
+for key, samples in timings.items():
+    assert len(samples) == RUNS[key[1]] and median_ms(samples) > 0, f"{key}: no valid time"
 assert _threadpool_get_thread_count() == default_threads[1], "the thread pool was not restored"
 facts.record("load_before", load_before, f"{load_before:.2f}")
 facts.record("load_after", load_after, f"{load_after:.2f}")
@@ -279,7 +357,7 @@ left.legend(loc="upper right", fontsize=8)
 
 for name, marker in zip(names, "os"):
     for program, color in zip(("eager", "XNNPACK fp32", "XNNPACK int8"), ("gray", "C1", "C2")):
-        medians = [timings[name, program, threads].median_ms for threads in thread_counts]
+        medians = [median_ms(timings[name, program, threads]) for threads in thread_counts]
         right.plot(thread_counts, medians, marker=marker, color=color, label=f"{name}, {program}")
 right.set_xticks(thread_counts)
 right.set_yscale("log")
@@ -287,7 +365,7 @@ right.set_xlabel("threads")
 right.set_ylabel("median latency (ms)")
 right.set_title("Thread count")
 right.legend(fontsize=7)
-figure.suptitle(f"Measured on {machine['cpu']} ({machine['cores']} logical cores)", fontsize=9)
+figure.suptitle(f"Measured on {cpu} ({cores} logical cores)", fontsize=9)
 plt.show()
 
 # sphinx_gallery_start_ignore
@@ -302,10 +380,10 @@ for name in models:
         for threads in thread_counts:
             if (name, program, threads) not in timings:
                 continue
-            timing = timings[name, program, threads]
+            samples = timings[name, program, threads]
             size = f"{os.path.getsize(programs[name, program]) / 1e6:.1f} MB" if program != "eager" else "-"
-            rows.append([name, program, threads, f"{timing.median_ms:.1f}", f"{timing.spread_ms:.1f}",
-                         len(timing.samples_ms), f"{ratio_text(speedup(name, program, threads))}x", size])
+            rows.append([name, program, threads, f"{median_ms(samples):.1f}", f"{spread_ms(samples):.1f}",
+                         len(samples), f"{ratio_text(speedup(name, program, threads))}x", size])
 facts.record_table(
     "latency",
     ["Model", "Program", "Threads", "Median (ms)", "Spread (ms)", "Timed runs", "Speed-up over eager",

@@ -13,15 +13,28 @@ from xnnguide.sphinxext import (_install_execution_order, _start_long_recipes_fi
 
 
 def _times_something(source) -> bool:
+    # A recipe measures latency if it uses torch.utils.benchmark or reads time.perf_counter inside a loop, i.e.
+    # times repeated calls; one perf_counter pair around a whole step is not
+    # a latency measurement.
     tree = ast.parse(source.read_text(encoding="utf-8"))
-    return any(isinstance(node, ast.ImportFrom) and node.module == "xnnguide.measure" for node in ast.walk(tree))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "torch.utils.benchmark":
+            return True
+        if isinstance(node, ast.Attribute) and ast.unparse(node) == "torch.utils.benchmark":
+            return True
+        if isinstance(node, (ast.For, ast.While)) and any(
+            isinstance(inner, ast.Attribute) and inner.attr == "perf_counter" for inner in ast.walk(node)
+        ):
+            return True
+    return False
 
 
 TIMING_RECIPES = sorted(source for source in recipe_files(SNIPPETS) if _times_something(source))
 
 
 def test_the_benchmark_is_among_the_timing_recipes():
-    assert "benchmark_xnnpack_speedup" in [source.stem for source in TIMING_RECIPES]
+    timing = [source.stem for source in TIMING_RECIPES]
+    assert "benchmark_xnnpack_speedup" in timing and "lower_mobilenet_v2_fp32" in timing, timing
 
 
 @pytest.mark.parametrize("source", TIMING_RECIPES, ids=lambda path: path.name)
@@ -29,7 +42,7 @@ def test_a_recipe_that_measures_speed_opts_out_of_parallel_runs(source):
     # sphinx-gallery's own parser, so the test reads the setting as the build does.
     file_conf = split_code_and_text_blocks(str(source), return_node=True)[0]
     assert file_conf.get("parallel") is False, (
-        f"{source.name} times code with xnnguide.measure: add `# sphinx_gallery_parallel = False`")
+        f"{source.name} times repeated calls: add `# sphinx_gallery_parallel = False`")
 
 
 @pytest.mark.build
