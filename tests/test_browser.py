@@ -41,8 +41,8 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 #: Pages checked besides the index and the top-level pages of docs/index.md.
 EXTRA_PAGES = [
-    "gallery/lower_mobilenet_v2_fp32.html",
-    "gallery/troubleshoot_quantize_without_calibration.html",
+    "gallery/lowering/lower_mobilenet_v2_fp32.html",
+    "gallery/troubleshooting/troubleshoot_quantize_without_calibration.html",
 ]
 #: The page whose recipe code the copy-button test compares the clipboard with.
 COPY_PAGE, COPY_RECIPE, COPY_REGION = "tutorial/get_started.html", "lower_mobilenet_v2_fp32.py", "model"
@@ -277,7 +277,7 @@ def test_search_box_finds_the_tutorial(page, site_url):
     assert not page.console_errors, page.console_errors
 
 
-@pytest.mark.parametrize("page_path", ["index.html", "overview.html", "gallery/lower_mobilenet_v2_fp32.html"])
+@pytest.mark.parametrize("page_path", ["index.html", "overview.html", "gallery/lowering/lower_mobilenet_v2_fp32.html"])
 def test_navigation_links_to_every_top_level_page(page, site_url, page_path):
     page.goto(site_url + page_path)
     expected = {site_url + path for path in top_level_pages()}

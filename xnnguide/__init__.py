@@ -1,9 +1,11 @@
-"""Helpers, checks and tools behind the executed XNNPACK lowering guide.
+"""The machinery behind the executed XNNPACK lowering guide; readers never import it.
 
-The recipes in ``snippets/`` import :mod:`xnnguide.measure` for the few steps
-that would distract from the lowering itself (timing, summaries). Everything
-else here serves the build: :mod:`xnnguide.facts` carries measured numbers
-from a recipe to the pages, :mod:`xnnguide.regions` reads the marked regions
-that pages and the README include, and :mod:`xnnguide.sphinxext` ties them
-into Sphinx.
+Code a reader sees or downloads uses public packages only
+(:mod:`xnnguide.reader_code` checks that). This package serves the build
+and the contributors: :mod:`xnnguide.facts` carries numbers measured in a
+recipe's hidden blocks to the pages, :mod:`xnnguide.sphinxext` runs and
+records the recipes inside Sphinx, :mod:`xnnguide.regions` keeps the
+README's copies of recipe regions in step, :mod:`xnnguide.doccheck` is the
+drift checker, and :mod:`xnnguide.aot_compiler` is the site's command-line
+compiler.
 """

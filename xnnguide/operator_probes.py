@@ -17,7 +17,7 @@ quantizer would leave around it), then checks that
 The list of claims is read from the installed package each time
 (:func:`claims`), so a new executorch release with new configs shows up as
 rows without probes, flagged, never dropped. :func:`run_all` returns one
-:class:`ProbeResult` per claim; ``snippets/verify_operator_support.py`` turns
+:class:`ProbeResult` per claim; ``snippets/lowering/verify_operator_support.py`` turns
 them into the table on the operator support page.
 
 Probes are tiny (a few hundred elements) so that the whole table takes about

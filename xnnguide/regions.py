@@ -11,7 +11,7 @@ Pages show a region with ``literalinclude`` (``:start-after: "# [start lower]"``
 Python examples are copies, each announced by a comment that names where it
 comes from::
 
-    <!-- snippet: snippets/lower_mobilenet_v2_fp32.py model lower -->
+    <!-- snippet: snippets/lowering/lower_mobilenet_v2_fp32.py model lower -->
     ```python
     ...
     ```

@@ -2,9 +2,9 @@
 
 Usage, from the repository root::
 
-    python -m xnnguide.run_recipe snippets/lower_mobilenet_v2_fp32.py
+    python -m xnnguide.run_recipe snippets/lowering/lower_mobilenet_v2_fp32.py
 
-(or ``make recipe R=snippets/lower_mobilenet_v2_fp32.py``). Like the build,
+(or ``make recipe R=snippets/lowering/lower_mobilenet_v2_fp32.py``). Like the build,
 it runs the file from its own folder (so ``.pte`` files land next to it),
 with matplotlib drawing off-screen, and collects the facts the recipe records.
 It prints PASS or FAIL, the wall time against the recipe's time budget, and
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m xnnguide.run_recipe", description=__doc__.splitlines()[0])
-    parser.add_argument("recipe", type=Path, help="a recipe file, e.g. snippets/lower_mobilenet_v2_fp32.py")
+    parser.add_argument("recipe", type=Path, help="a recipe file, e.g. snippets/lowering/lower_mobilenet_v2_fp32.py")
     parser.add_argument("--facts-dir", type=Path, default=ROOT / "_build" / "run_recipe" / "facts",
                         help="where the recorded facts go (default: %(default)s)")
     args = parser.parse_args(argv)
