@@ -14,6 +14,13 @@ BUILD = ROOT / "_build"
 HTML = BUILD / "html"
 
 
+def recipe(stem: str) -> Path:
+    """The recipe file named *stem*, in whichever task folder of snippets/ it sits."""
+    found = sorted(SNIPPETS.rglob(f"{stem}.py"))
+    assert len(found) == 1, f"expected one recipe {stem}.py under {SNIPPETS}, found {found}"
+    return found[0]
+
+
 @pytest.fixture(scope="session")
 def built_site() -> Path:
     """The HTML folder of the last build; fails (not skips) when it is missing."""

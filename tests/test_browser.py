@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from chromium import Browser
-from conftest import BUILD, DOCS, HTML, SNIPPETS
+from conftest import BUILD, DOCS, SNIPPETS, recipe
 
 from xnnguide.reader_code import reader_source
 from xnnguide.sphinxext import recipe_files
@@ -45,7 +45,7 @@ EXTRA_PAGES = [
     "gallery/troubleshooting/troubleshoot_quantize_without_calibration.html",
 ]
 #: The page whose recipe code the copy-button test compares the clipboard with.
-COPY_PAGE, COPY_RECIPE, COPY_REGION = "tutorial/get_started.html", "lower_mobilenet_v2_fp32.py", "model"
+COPY_PAGE, COPY_RECIPE, COPY_REGION = "tutorial/get_started.html", "lower_mobilenet_v2_fp32", "model"
 
 
 def toctree_sections(index: Path = DOCS / "index.md") -> list[tuple[str, list[str]]]:
@@ -198,7 +198,7 @@ def click_copy_and_read(page, button_selector: str) -> str:
 def test_copy_button_copies_exactly_the_recipe_code(page, site_url):
     page.goto(site_url + COPY_PAGE)
     copied = click_copy_and_read(page, 'div[class*="highlight-python"] button.copybtn')
-    source = (SNIPPETS / COPY_RECIPE).read_text(encoding="utf-8")
+    source = recipe(COPY_RECIPE).read_text(encoding="utf-8")
     region = source.split(f"# [start {COPY_REGION}]\n")[1].split(f"# [end {COPY_REGION}]")[0]
     assert copied == region.rstrip("\n"), f"clipboard:\n{copied}\n---\nrecipe region:\n{region}"
 

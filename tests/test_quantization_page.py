@@ -30,10 +30,10 @@ from conftest import DOCS, GALLERY, SNIPPETS
 from xnnguide import facts
 from xnnguide.quantization import SCHEMES
 from xnnguide.regions import read_regions
-from xnnguide.sphinxext import dependency_key, load_run_record, records_dir
+from xnnguide.sphinxext import dependency_key, load_run_record, recipe_files, records_dir
 
 PAGE = DOCS / "guides" / "quantization.md"
-RECIPE_LINK = re.compile(r"\{doc\}`\.\./gallery/(\w+)`")
+RECIPE_LINK = re.compile(r"\{doc\}`\.\./gallery/(?:\w+/)?(\w+)`")
 SCHEME_CELL = re.compile(r"^`([^`]+)`$")
 
 
@@ -88,7 +88,7 @@ def static_problems(rows: list[Row], snippets: Path) -> list[str]:
         if not row.recipes:
             problems.append(f"{where}: row {row.scheme!r} links no recipe")
         for recipe in row.recipes:
-            source = snippets / f"{recipe}.py"
+            source = next((path for path in recipe_files(snippets) if path.stem == recipe), snippets / f"{recipe}.py")
             if not source.is_file():
                 problems.append(f"{where}: row {row.scheme!r} links {recipe}, but {source} does not exist")
                 continue
@@ -115,7 +115,8 @@ def coverage_problems(rows: list[Row], snippets: Path, gallery: Path) -> list[st
             if record.get("status") != "passed":
                 problems.append(f"{where}: {recipe} did not pass its last run ({record.get('status')})")
                 continue
-            if record.get("dependency_key") != dependency_key(snippets / f"{recipe}.py"):
+            source = next((path for path in recipe_files(snippets) if path.stem == recipe), snippets / f"{recipe}.py")
+            if record.get("dependency_key") != dependency_key(source):
                 problems.append(f"{where}: {recipe} changed since it last ran; run `make html`")
                 continue
             covered = facts.load(records_dir(gallery) / "facts" / f"{recipe}.json").get("schemes", {})
@@ -198,7 +199,7 @@ def source_problems(shown: list[Include], snippets: Path) -> list[str]:
     allowed = PUBLIC_PACKAGES | set(sys.stdlib_module_names)
     for include in shown:
         where = f"{PAGE.name}:{include.line}"
-        if include.path.parent != snippets.resolve() or include.path.suffix != ".py":
+        if snippets.resolve() not in include.path.parents or include.path.suffix != ".py":
             problems.append(f"{where}: includes {include.path.name}, which is not a recipe in snippets/")
             continue
         if include.region is None or include.region not in read_regions(include.path):

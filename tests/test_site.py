@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from conftest import GALLERY, SNIPPETS
+from conftest import GALLERY, SNIPPETS, recipe
 from xnnguide import facts
 from xnnguide.sphinxext import recipe_files, records_dir
 
@@ -50,7 +50,7 @@ def test_overview_tutorial_and_every_gallery_page_carry_a_stamp(built_site):
 def test_tutorial_code_is_the_recipe_code(built_site):
     # The tutorial's code blocks are literal includes of the recipe.
     text = page_text(built_site / TUTORIAL)
-    source = (SNIPPETS / "lower_mobilenet_v2_fp32.py").read_text()
+    source = recipe("lower_mobilenet_v2_fp32").read_text()
     for region in ("model", "lower", "summary", "run", "latency"):
         code = source.split(f"# [start {region}]\n")[1].split(f"# [end {region}]")[0]
         lines = [line.strip() for line in code.splitlines() if line.strip()]

@@ -91,16 +91,20 @@ def test_every_recipe_page_offers_the_reader_copy_as_py_ipynb_and_zip(built_site
 
 
 def test_a_recipe_plot_makes_a_gallery_thumbnail(built_site):
-    thumbs = GALLERY / "images" / "thumb"
-    with_figure = sorted(source.stem for source in SNIPPETS.glob("*.py")
-                         if (GALLERY / "images" / f"sphx_glr_{source.stem}_001.png").is_file())
-    without_figure = sorted(source.stem for source in SNIPPETS.glob("*.py") if source.stem not in with_figure)
+    def images(source):  # sphinx-gallery keeps a subsection's images in its own folder
+        return GALLERY / source.parent.relative_to(SNIPPETS) / "images"
+
+    recipes = recipe_files(SNIPPETS)
+    with_figure = [source for source in recipes if (images(source) / f"sphx_glr_{source.stem}_001.png").is_file()]
+    without_figure = [source for source in recipes if source not in with_figure]
     assert with_figure, "no recipe draws a figure, so every thumbnail is the placeholder"
-    placeholders = {(thumbs / f"sphx_glr_{name}_thumb.png").read_bytes() for name in without_figure}
-    for name in with_figure:
-        thumb = (thumbs / f"sphx_glr_{name}_thumb.png").read_bytes()
-        assert thumb not in placeholders, f"{name} drew a figure but its thumbnail is the placeholder"
-        assert f"sphx_glr_{name}_thumb.png" in (built_site / "gallery" / "index.html").read_text(encoding="utf-8")
+    placeholders = {(images(source) / "thumb" / f"sphx_glr_{source.stem}_thumb.png").read_bytes()
+                    for source in without_figure}
+    index = (built_site / "gallery" / "index.html").read_text(encoding="utf-8")
+    for source in with_figure:
+        thumb = (images(source) / "thumb" / f"sphx_glr_{source.stem}_thumb.png").read_bytes()
+        assert thumb not in placeholders, f"{source.stem} drew a figure but its thumbnail is the placeholder"
+        assert f"sphx_glr_{source.stem}_thumb.png" in index, f"the gallery index does not show {source.stem}'s thumbnail"
 
 
 def test_pipeline_diagram_is_local_and_on_the_overview(built_site):

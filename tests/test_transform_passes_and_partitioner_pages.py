@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from conftest import DOCS, GALLERY, ROOT
+from conftest import DOCS, GALLERY, recipe
 from xnnguide import facts
 from xnnguide.sphinxext import records_dir
 
@@ -135,6 +135,6 @@ def test_every_copy_of_read_delegation_is_the_same():
     recipes = ["add_your_own_transform_pass", "compare_lowering_with_and_without_transform_passes",
                "lower_with_dynamic_shapes", "lower_with_legacy_to_edge_to_backend_flow",
                "measure_partitioner_config_precisions_int8", "measure_partitioner_options"]
-    copies = {name: read_regions(ROOT / "snippets" / f"{name}.py")["read_delegation"].text for name in recipes}
+    copies = {name: read_regions(recipe(name))["read_delegation"].text for name in recipes}
     first = copies[recipes[0]]
     assert all(text == first for text in copies.values()), [name for name, text in copies.items() if text != first]

@@ -165,7 +165,8 @@ def _start_long_recipes_first(split: Any) -> Any:
         serial, parallel = split(listdir, src_dir, gallery_conf)
         # sorted() is stable: each group keeps the gallery order.
         parallel = sorted(parallel, key=lambda name: not starts_early(Path(src_dir, name)))
-        _execution_order[:] = [Path(name).stem for name in [*serial, *parallel]]
+        # Called once per gallery subsection: the build's order is their concatenation.
+        _execution_order.extend(Path(name).stem for name in [*serial, *parallel])
         return serial, parallel
 
     split_parallel.xnnguide_wrapped = True  # type: ignore[attr-defined]

@@ -15,7 +15,7 @@ comes with ``torch``, ``torchvision``, ``torchao`` and ``executorch``.
 # %%
 # The fp32 model and its calibration data
 # ---------------------------------------
-# As in :doc:`lower_mobilenet_v2_fp32`, the weights are random
+# As in :doc:`/gallery/lowering/lower_mobilenet_v2_fp32`, the weights are random
 # (``weights=None``: nothing is downloaded). Random weights with default
 # batch-norm statistics (mean 0, variance 1) shrink the activations layer by
 # layer until the logits are near zero, which would make every comparison
