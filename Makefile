@@ -101,7 +101,7 @@ serve: venv ## rebuild and reload the site on every change
 	  --ignore '*.pte' --ignore '*/gallery/*' -n
 
 clean: ## remove the built site, generated gallery and recipe outputs
-	rm -rf $(BUILDDIR) docs/gallery docs/sg_execution_times.rst
+	rm -rf $(BUILDDIR) docs/gallery
 	find snippets \( -name "*.pte" -o -name "*.etdp" -o -name "*.etrecord" \) -delete
 
 distclean: clean ## also remove the virtual environment

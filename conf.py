@@ -63,6 +63,11 @@ sphinx_gallery_conf = {
     "reset_modules": ("matplotlib", "xnnguide.sphinxext.recipe_hook"),
     "reset_modules_order": "both",
     "download_all_examples": True,
+    # sphinx-gallery's execution-times pages load scripts and styles from
+    # three CDNs: offline they break, online they tell third parties who reads
+    # the site. The Contributing page shows recipe times from our own run
+    # records instead (the recipe-times directive of xnnguide.sphinxext).
+    "write_computation_times": False,
     "remove_config_comments": True,
     "show_memory": False,
     "min_reported_time": 0,

@@ -116,3 +116,24 @@ def test_pipeline_diagram_is_local_and_on_the_overview(built_site):
     overview = (built_site / "overview.html").read_text(encoding="utf-8")
     (src,) = re.findall(r'<img[^>]+src="([^"]*lowering-pipeline[^"]*\.svg)"', overview)
     assert (built_site / src).is_file()
+
+
+def test_no_page_loads_anything_from_another_host(built_site):
+    # The site works offline and tells no third party who reads it: every
+    # script, style sheet, image and frame of every HTML file the build
+    # writes comes from the site itself.
+    from bs4 import BeautifulSoup
+
+    problems = []
+    pages = sorted(built_site.rglob("*.html"))
+    for page in pages:
+        soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+        for tag, attribute in (("script", "src"), ("link", "href"), ("img", "src"), ("iframe", "src")):
+            for element in soup.find_all(tag):
+                url = element.get(attribute) or ""
+                if tag == "link" and not {"stylesheet", "preload", "icon"} & set(element.get("rel") or []):
+                    continue
+                if urlsplit(url).scheme or url.startswith("//"):
+                    problems.append(f"{page.relative_to(built_site)}: <{tag} {attribute}={url!r}>")
+    assert len(pages) > 20, f"only {len(pages)} HTML files under {built_site}"
+    assert not problems, "\n".join(problems)

@@ -377,6 +377,32 @@ class FactRole(SphinxRole):
         return [nodes.literal(self.rawtext, fact["display"], classes=["xnnguide-fact"])], []
 
 
+def _table(header: list[str], rows: list[list[str]], caption: str | None, kind: str) -> nodes.table:
+    """A docutils table of text cells."""
+    table = nodes.table(classes=[kind])
+    if caption:
+        table += nodes.title(text=caption)
+    group = nodes.tgroup(cols=len(header))
+    table += group
+    group.extend(nodes.colspec(colwidth=1) for _ in header)
+
+    def make_row(cells: list[str]) -> nodes.row:
+        row = nodes.row()
+        for cell in cells:
+            entry = nodes.entry()
+            entry += nodes.paragraph(text=cell)
+            row += entry
+        return row
+
+    head = nodes.thead()
+    head += make_row(header)
+    body = nodes.tbody()
+    body.extend(make_row(row) for row in rows)
+    group += head
+    group += body
+    return table
+
+
 class FactTableDirective(SphinxDirective):
     """A table recorded by a recipe with :func:`xnnguide.facts.record_table`."""
 
@@ -392,29 +418,35 @@ class FactTableDirective(SphinxDirective):
             problem = problem or f"{self.arguments[0]!r} is a scalar; use the fact role"
             logger.warning("fact-table: %s", problem, location=self.get_location(), type="xnnguide", subtype="fact")
             return []
-        header, rows = fact["header"], fact["rows"]
-        table = nodes.table(classes=["xnnguide-fact-table"])
-        if "caption" in self.options:
-            table += nodes.title(text=self.options["caption"])
-        group = nodes.tgroup(cols=len(header))
-        table += group
-        group.extend(nodes.colspec(colwidth=1) for _ in header)
+        return [_table(fact["header"], fact["rows"], self.options.get("caption"), "xnnguide-fact-table")]
 
-        def make_row(cells: list[str]) -> nodes.row:
-            row = nodes.row()
-            for cell in cells:
-                entry = nodes.entry()
-                entry += nodes.paragraph(text=cell)
-                row += entry
-            return row
 
-        head = nodes.thead()
-        head += make_row(header)
-        body = nodes.tbody()
-        body.extend(make_row(row) for row in rows)
-        group += head
-        group += body
-        return [table]
+class RecipeTimesDirective(SphinxDirective):
+    """Every recipe's last run, slowest first: time, budget, verdict, and whether it ran alone.
+
+    It reads the run records, so the site shows recipe times without
+    sphinx-gallery's execution-times pages, which load scripts from CDNs.
+    """
+
+    def run(self) -> list[nodes.Node]:
+        gallery = Path(self.env.srcdir) / self.env.config.xnnguide_gallery_dir
+        snippets = Path(self.env.app.confdir) / "snippets"
+        default = float(self.env.config.xnnguide_default_budget_seconds)
+        rows = []
+        for source in recipe_files(snippets):
+            self.env.note_dependency(str(records_dir(gallery) / "runs" / f"{source.stem}.json"))
+            record = load_run_record(gallery, source.stem)
+            if record is None:
+                logger.warning("recipe-times: recipe %r has no run record", source.stem,
+                               location=self.get_location(), type="xnnguide", subtype="stamp")
+                continue
+            rows.append((record["seconds"], [f"snippets/{source.relative_to(snippets)}", f"{record['seconds']:.1f} s",
+                                             f"{budget_seconds(source, default):g} s", record["status"],
+                                             "beside others" if record.get("worker") else "alone"]))
+        rows.sort(key=lambda row: -row[0])
+        header = ["Recipe", "Last run", "Budget", "Verdict", "Ran"]
+        return [_table(header, [cells for _, cells in rows], "Recipe run times in the build of this site",
+                       "xnnguide-recipe-times")]
 
 
 class VerifiedStampDirective(SphinxDirective):
@@ -604,6 +636,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_role("fact", FactRole())
     app.add_directive("fact-table", FactTableDirective)
     app.add_directive("verified-stamp", VerifiedStampDirective)
+    app.add_directive("recipe-times", RecipeTimesDirective)
     app.connect("source-read", _gallery_page_source)
     # Before sphinx-gallery (priority 500) runs the recipes.
     app.connect("builder-inited", _start_build, priority=400)
