@@ -103,3 +103,12 @@ def test_the_command_names_each_problem_and_fails(tmp_path):
     missing = subprocess.run([sys.executable, "-m", "xnnguide.reader_code", str(tmp_path / "nope.py")], cwd=ROOT,
                              capture_output=True, text=True)
     assert missing.returncode == 2 and missing.stderr.startswith("error: no such file or folder")
+
+
+def test_a_region_that_shows_an_ignore_block_is_reported(tmp_path):
+    text = RECIPE.replace("# [end model]\n\n# sphinx_gallery_start_ignore", "\n# sphinx_gallery_start_ignore")
+    text = text.replace("# sphinx_gallery_end_ignore\n", "# sphinx_gallery_end_ignore\n# [end model]\n")
+    problems = check([write(tmp_path, "region.py", text)])
+    line = text.splitlines().index("# sphinx_gallery_start_ignore") + 1
+    assert problems == [f"{tmp_path / 'region.py'}:{line}: reader code: region 'model' shows a line of the site's own "
+                        "(an ignore block or a build comment): # sphinx_gallery_start_ignore"]

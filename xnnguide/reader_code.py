@@ -17,6 +17,8 @@ as ``file:line: reader code: ...``:
   the recipe itself: an undefined name there is one that only an ignore
   block defines, an unused import one that only an ignore block uses;
 * every mention of ``xnnguide`` in a reader copy;
+* every region (what pages include) that holds a line the reader copy
+  leaves out: a page would show the site's own code;
 * every page that ``literalinclude``s a file of the ``xnnguide`` package, or
   imports it in a Python block (pages under ``contributing/`` excepted:
   contributors work in a checkout).
@@ -113,11 +115,32 @@ def recipe_problems(path: Path, shown: str | None = None) -> list[str]:
     except SyntaxError as error:
         number = lines[(error.lineno or 1) - 1][0] if lines else 1
         return problems + [f"{shown}:{number}: reader code: does not parse without its ignore blocks: {error.msg}"]
+    problems += _region_problems(path, shown, {number for number, _ in lines})
     for message in checker.Checker(tree, filename=shown).messages:
         number, line = lines[message.lineno - 1]
         if "# noqa" in line:  # e.g. an import made for its side effect, saying so
             continue
         problems.append(f"{shown}:{number}: reader code: {message.message % message.message_args}")
+    return problems
+
+
+def _region_problems(path: Path, shown: str, kept: set[int]) -> list[str]:
+    """Regions (what pages show) that hold lines the reader copy leaves out."""
+    from xnnguide.regions import MARKER, RegionError, read_regions
+
+    try:
+        regions = read_regions(path)
+    except RegionError as error:
+        return [str(error)]
+    text = path.read_text(encoding="utf-8").splitlines()
+    problems = []
+    for region in regions.values():
+        for number in range(region.start_line + 1, region.end_line):
+            line = text[number - 1]
+            if number not in kept and line.strip() and not MARKER.match(line):
+                problems.append(f"{shown}:{number}: reader code: region {region.name!r} shows a line of the "
+                                f"site's own (an ignore block or a build comment): {line.strip()}")
+                break
     return problems
 
 
