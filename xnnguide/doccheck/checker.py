@@ -47,8 +47,6 @@ class Options:
     build: bool = False  # read the last build's ledger and run records
     gallery: Path | None = None
     junit: Path | None = None
-    use_cache: bool = True
-    tracked: tuple[str, ...] = api.TRACKED
 
 
 @dataclass
@@ -57,7 +55,6 @@ class Report:
     findings: list[Finding]
     ledger: list[dict]
     seconds: dict[str, float]
-    probed: int = 0
     exemptions: list[tuple[str, int, str]] = field(default_factory=list)  # lowerings without passes, on purpose
 
     @property
@@ -298,12 +295,9 @@ def check(options: Options) -> Report:
         for unit in units:
             keep(transforms.check(unit, exemptions))
     timings["transform-passes"] = time.perf_counter() - t
-    probed = 0
     if "api" in rules:
         t = time.perf_counter()
-        resolver = api.Resolver(options.tracked, options.use_cache)
-        keep(api.check(units, resolver))
-        probed = resolver.probed
+        keep(api.check(units))
         timings["api"] = time.perf_counter() - t
 
     if "duplicate" in rules:
@@ -345,7 +339,7 @@ def check(options: Options) -> Report:
         timings["build"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - started
     unique = sorted(set(findings), key=lambda f: (f.path, f.line, f.rule, f.message))
-    return Report(project, unique, ledger, timings, probed, exemptions)
+    return Report(project, unique, ledger, timings, exemptions)
 
 
 def _source_of(document: Document, block: CodeBlock, project: Project) -> Path | None:

@@ -52,7 +52,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--gallery", type=Path, help="sphinx-gallery output folder holding _records (default: from conf.py)")
     p.add_argument("--junit", type=Path, help="sphinx-gallery JUnit file (default: _build/gallery-junit.xml)")
     p.add_argument("--ledger-json", type=Path, help="write the execution ledger as JSON to this file")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the API answer cache")
     p.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
     return p
 
@@ -89,8 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     rules = args.rules or (STATIC_RULES | ({"ledger", "recipe", "run"} if args.build or args.run else set()))
     options = Options(paths=args.paths, root=args.root, conf=args.conf, source_dirs=args.source_dirs,
-                      exclude=args.exclude, rules=rules, run=args.run, build=args.build, gallery=args.gallery,
-                      junit=args.junit, use_cache=not args.no_cache)
+                      exclude=args.exclude, rules=rules, run=args.run, build=args.build, gallery=args.gallery, junit=args.junit)
     if args.conf is not None and not args.conf.is_file():
         print(f"{args.conf}: no such file", file=sys.stderr)
         return 2
