@@ -25,7 +25,7 @@ from pathlib import Path
 
 import griffe
 
-from xnnguide.doccheck.model import Finding
+from xnnguide.doccheck.pages import Finding
 from xnnguide.doccheck.pycode import Unit, dotted
 
 RULE = "api"

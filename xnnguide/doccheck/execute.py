@@ -22,7 +22,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from xnnguide.doccheck.model import CodeBlock, Finding
+from xnnguide.doccheck.pages import CodeBlock, Finding
 from xnnguide.doccheck.pycode import _MAGIC, parse_piece
 
 RULE = "run"

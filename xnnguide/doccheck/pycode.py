@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xnnguide.doccheck.model import CodeBlock, Finding
+from xnnguide.doccheck.pages import CodeBlock, Finding
 
 _MAGIC = re.compile(r"^(\s*)(%|!)")
 

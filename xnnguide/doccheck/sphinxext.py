@@ -83,7 +83,7 @@ class ExecutionLedgerDirective(SphinxDirective):
         app = self.env.app
         target = ledger_file(app)
         confdir = Path(app.confdir)
-        command = [sys.executable, "-m", "xnnguide.doccheck", "--run", "--rules", "1,6", "--quiet",
+        command = [sys.executable, "-m", "xnnguide.doccheck", "--run", "--rules", "5,6", "--quiet",
                    "--root", str(confdir), "--ledger-json", str(target)]
         conf = confdir / "conf.py"
         if conf.is_file():

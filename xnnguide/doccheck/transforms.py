@@ -32,7 +32,7 @@ import ast
 import re
 from collections import defaultdict
 
-from xnnguide.doccheck.model import Finding
+from xnnguide.doccheck.pages import Finding
 from xnnguide.doccheck.pycode import Unit, dotted, walk_in_order
 
 RULE = "transform-passes"
