@@ -1,22 +1,19 @@
-"""Rule 4: no API drift against the installed torch, executorch, torchao, torchvision.
+"""Rule 4: no API drift against the installed torch, executorch, torchao and torchvision.
 
-For each unit (a page's Python, or a ``.py`` file) the checker lists, in
-source order, every module imported from a tracked package, every name
-imported from one, every attribute path hanging off such a name
-(``torch.export.export``), every call of one with its keyword arguments, and
-the attributes of what such a call returns (``edge.to_executorch()``). Each
-must exist in the installed packages, read statically by griffe: no tracked
-package is imported. Only the modules a path goes through are parsed. Where
-the sources cannot decide (compiled modules, names made with ``globals()``
-or a module ``__getattr__``, bases griffe cannot find), nothing is reported.
+Every module imported from a tracked package, every name imported from one, every attribute path off
+such a name (``torch.export.export``), every call with its keyword arguments, and the attributes of
+what such calls return (``edge = to_edge_transform_and_lower(...)``, then ``edge.to_executorch()``)
+must exist in the installed packages. griffe reads their sources: nothing is imported, and only the
+modules a path goes through are parsed. Where the sources cannot decide (compiled modules, names made
+with ``globals()`` or ``__getattr__``, bases that cannot be found), nothing is reported.
 """
 
 from __future__ import annotations
 
 import ast
 import difflib
-import importlib.machinery
 import functools
+import importlib.machinery
 import logging
 import warnings
 from dataclasses import dataclass, field
@@ -26,7 +23,7 @@ from pathlib import Path
 import griffe
 
 from xnnguide.doccheck.pages import Finding
-from xnnguide.doccheck.pycode import Unit, dotted
+from xnnguide.doccheck.pycode import Unit
 
 RULE = "api"
 TRACKED = ("torch", "executorch", "torchao", "torchvision")
@@ -38,156 +35,77 @@ logging.getLogger("griffe").setLevel(logging.CRITICAL)
 class Use:
     path: str
     line: int
-    kind: str  # "module", "name" (from-import), "attr", "call", "method" (on a value a tracked call returned)
-    module: str  # the module an import statement names
-    attributes: str = ""  # dotted path inside it ("" for the module itself)
-    written: str = ""  # how the code spells it
-    keywords: list[str] = field(default_factory=list)
-    chain: tuple[str, ...] = ()  # "method": attributes taken, in turn, of what the call returned
-
-    @property
-    def target(self) -> str:
-        return f"{self.module}.{self.attributes}" if self.attributes else self.module
+    steps: tuple[str, ...]  # a dotted import path, then attribute names and "()" for what a call returns
+    written: str  # how the code spells it
+    keywords: list[str] = field(default_factory=list)  # of a call
+    module: bool = False  # an import of the module steps[0]
 
 
-def collect(unit: Unit, tracked: tuple[str, ...] = TRACKED) -> list[Use]:
-    """The uses of tracked packages in *unit*, in source order.
-
-    Besides names reached from imports, a variable assigned the result of a
-    tracked call (``edge = to_edge_transform_and_lower(...)``), or of a method
-    of such a value (``program = edge.to_executorch()``), is followed: its
-    attributes and method keywords are checked against the class the installed
-    code says the call returns.
-    """
-    bindings: dict[str, tuple[str, str]] = {}  # local name -> (module, attributes)
-    typed: dict[str, tuple[str, str, tuple[str, ...]]] = {}  # local name -> (module, attributes, chain)
+def collect(unit: Unit) -> list[Use]:
+    """The uses of tracked packages in *unit*, in source order; names bound to them are followed."""
+    bound: dict[str, tuple[str, ...]] = {}  # local name -> the steps that reach its value
     uses: list[Use] = []
 
-    def is_tracked(name: str) -> bool:
-        return name.split(".")[0] in tracked
+    def steps_of(node: ast.expr) -> tuple[str, ...] | None:
+        if isinstance(node, ast.Name):
+            return bound.get(node.id)
+        inner = steps_of(node.value if isinstance(node, ast.Attribute) else node.func) if isinstance(
+            node, (ast.Attribute, ast.Call)) else None
+        return inner and inner + ((node.attr,) if isinstance(node, ast.Attribute) else ("()",))
 
-    def target_of(node: ast.expr) -> tuple[str, str, str] | None:
-        parts = dotted(node)
-        if not parts or parts[0] not in bindings:
-            return None
-        module, attributes = bindings[parts[0]]
-        return module, ".".join(p for p in [attributes, *parts[1:]] if p), ".".join(parts)
-
-    def typed_of(node: ast.expr) -> tuple[str, str, tuple[str, ...], str] | None:
-        parts = dotted(node)
-        if not parts or len(parts) < 2 or parts[0] not in typed or parts[0] in bindings:
-            return None
-        module, attributes, chain = typed[parts[0]]
-        return module, attributes, chain + tuple(parts[1:]), ".".join(parts)
-
-    def result_of(value: ast.expr) -> tuple[str, str, tuple[str, ...]] | None:
-        if not isinstance(value, ast.Call):
-            return None
-        found = target_of(value.func)
-        if found:
-            return found[0], found[1], ()
-        found = typed_of(value.func)
-        return (found[0], found[1], found[2]) if found else None
-
-    def forget(target: ast.expr) -> None:
-        for name_node in ast.walk(target):
-            if isinstance(name_node, ast.Name):
-                bindings.pop(name_node.id, None)
-                typed.pop(name_node.id, None)
-
-    def chain_head(node: ast.Attribute) -> ast.expr:
-        value = node.value
-        while isinstance(value, ast.Attribute):
-            value = value.value
-        return value
+    def bind(target: ast.expr, steps: tuple[str, ...] | None = None) -> None:
+        for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
+            bound.pop(name, None)
+        if steps and isinstance(target, ast.Name):
+            bound[target.id] = steps
 
     def visit(node: ast.AST) -> None:
+        line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if is_tracked(alias.name):
-                    uses.append(Use(unit.path, node.lineno, "module", alias.name, written=f"import {alias.name}"))
-                    local = alias.asname or alias.name.split(".")[0]
-                    bindings[local] = (alias.name, "") if alias.asname else (local, "")
-                    typed.pop(local, None)
-                else:
-                    forget(ast.Name(alias.asname or alias.name.split(".")[0]))
-            return
-        if isinstance(node, ast.ImportFrom):
-            if node.level or not node.module or not is_tracked(node.module):
-                for alias in node.names:
-                    forget(ast.Name(alias.asname or alias.name))
-                return
-            uses.append(Use(unit.path, node.lineno, "module", node.module, written=f"from {node.module} import ..."))
+                local = alias.asname or alias.name.split(".")[0]
+                tracked = alias.name.split(".")[0] in TRACKED
+                if tracked:
+                    uses.append(Use(unit.path, line, (alias.name,), f"import {alias.name}", module=True))
+                bind(ast.Name(local), ((alias.name if alias.asname else local),) if tracked else None)
+        elif isinstance(node, ast.ImportFrom):
+            tracked = not node.level and node.module and node.module.split(".")[0] in TRACKED
+            if tracked:
+                uses.append(Use(unit.path, line, (node.module,), f"from {node.module} import ...", module=True))
             for alias in node.names:
-                if alias.name == "*":
-                    continue
-                uses.append(Use(unit.path, node.lineno, "name", node.module, alias.name,
-                                f"from {node.module} import {alias.name}"))
-                bindings[alias.asname or alias.name] = (node.module, alias.name)
-                typed.pop(alias.asname or alias.name, None)
-            return
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            # The value is evaluated before the names are bound.
-            if node.value is not None:
+                if tracked and alias.name != "*":
+                    uses.append(Use(unit.path, line, (f"{node.module}.{alias.name}",),
+                                    f"from {node.module} import {alias.name}"))
+                bind(ast.Name(alias.asname or alias.name), (f"{node.module}.{alias.name}",) if tracked else None)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+            if node.value is not None:  # the value is evaluated before the names are bound
                 visit(node.value)
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
                 if not isinstance(target, ast.Name):
                     visit(target)
-                forget(target)
-            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                    and (result := result_of(node.value)) is not None):
-                typed[node.targets[0].id] = result
-            return
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            forget(ast.Name(node.name))
-        elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.NamedExpr)):
-            pass
-        elif isinstance(node, ast.Call):
-            keywords = [kw.arg for kw in node.keywords if kw.arg]
-            found = target_of(node.func)
-            if found:
-                uses.append(Use(unit.path, node.lineno, "call", found[0], found[1], found[2], keywords))
-            elif (typed_call := typed_of(node.func)) is not None:
-                uses.append(Use(unit.path, node.lineno, "method", typed_call[0], typed_call[1], typed_call[3],
-                                keywords, typed_call[2]))
-            if isinstance(node.func, ast.Attribute):  # the chain itself was checked as the call
-                visit(chain_head(node.func))
-            else:
-                visit(node.func)
-            for argument in [*node.args, *(kw.value for kw in node.keywords)]:
-                visit(argument)
-            return
-        elif isinstance(node, ast.Attribute):
-            if isinstance(node.ctx, ast.Load):
-                found = target_of(node)
-                if found:
-                    uses.append(Use(unit.path, node.lineno, "attr", found[0], found[1], found[2]))
-                elif (typed_attr := typed_of(node)) is not None:
-                    uses.append(Use(unit.path, node.lineno, "method", typed_attr[0], typed_attr[1], typed_attr[3],
-                                    chain=typed_attr[2]))
-            visit(chain_head(node))
-            return
-        if isinstance(node, (ast.For, ast.AsyncFor)):
+                bind(target, steps_of(node.value) if len(targets) == 1 and isinstance(node, ast.Assign) else None)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
             visit(node.iter)
-            forget(node.target)
+            bind(node.target)
             for child in [*node.body, *node.orelse]:
                 visit(child)
-            return
-        if isinstance(node, (ast.With, ast.AsyncWith)):
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
                 visit(item.context_expr)
                 if item.optional_vars is not None:
-                    forget(item.optional_vars)
+                    bind(item.optional_vars)
             for child in node.body:
                 visit(child)
-            return
-        if isinstance(node, ast.NamedExpr):
-            visit(node.value)
-            forget(node.target)
-            return
-        for child in ast.iter_child_nodes(node):
-            visit(child)
+        else:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bind(ast.Name(node.name))
+            elif isinstance(node, ast.Call) and (steps := steps_of(node.func)):
+                uses.append(Use(unit.path, line, steps, ast.unparse(node.func), [k.arg for k in node.keywords if k.arg]))
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and (steps := steps_of(node)):
+                uses.append(Use(unit.path, line, steps, ast.unparse(node)))
+            for child in ast.iter_child_nodes(node):
+                visit(child)
 
     for statement in unit.statements:
         visit(statement)
@@ -371,77 +289,55 @@ def _suggest(name: str, names: list[str]) -> str:
     return f" (did you mean {', '.join(close)}?)" if close else ""
 
 
-def _lookup(index: Index, use: Use) -> tuple[object, str]:
-    """What *use* names, and how to call it in a message."""
-    if use.kind == "module":
-        return index.resolve(use.module), use.module
-    obj = index.resolve(use.target)
-    if not use.chain:
-        return obj, use.target
-    subject = use.target
-    for position, name in enumerate(use.chain):
-        owner = index.returned(obj)
-        if not isinstance(owner, griffe.Class):
-            return UNKNOWN, subject
-        obj = index.member(owner, name)
-        subject = f"{owner.path}.{name}"
-        if isinstance(obj, Missing):
-            obj.at = owner.path
-            return obj, subject
-    return obj, subject
-
-
 @functools.lru_cache(maxsize=1)
 def shared_index() -> Index:
     """One index per process: the installed packages do not change under it."""
     return Index()
 
 
+def lookup(index: Index, steps: tuple[str, ...]) -> object:
+    obj = index.resolve(steps[0])
+    for step in steps[1:]:
+        if not isinstance(obj, griffe.Object):
+            break
+        obj = index.returned(obj) if step == "()" else index.member(obj, step)
+    return obj
+
+
 def check(units: list[Unit], index: Index | None = None) -> list[Finding]:
-    index = index or shared_index()
-    versions = _versions()
+    index, versions = index or shared_index(), _versions()
     findings, reported = [], set()
-    for use in (use for unit in units for use in collect(unit, TRACKED)):
-        found, subject = _lookup(index, use)
-        installed = f"installed {use.module.split('.')[0]} {versions.get(use.module.split('.')[0], '?')}"
-        if isinstance(found, Missing):
-            key = (use.path, found.at, found.name)
-            if key not in reported:
-                reported.add(key)
-                findings.append(_missing(use, found, installed))
-            continue
+    for use in (use for unit in units for use in collect(unit)):
+        found, top = lookup(index, use.steps), use.steps[0].split(".")[0]
+        installed = f"installed {top} {versions.get(top, '?')}"
+        if isinstance(found, Missing) and (use.path, found.at, found.name) not in reported:
+            reported.add((use.path, found.at, found.name))
+            findings.append(_missing(use, found, installed, versions.get(top) == "not installed"))
         if not use.keywords or not isinstance(found, griffe.Object):
             continue
         params = index.parameters(found)
         if params is None or any(p.kind is griffe.ParameterKind.var_keyword for p in params):
             continue
         valid = {p.name for p in params if p.kind is not griffe.ParameterKind.positional_only}
-        names = ", ".join(dict.fromkeys(p.name for p in params))
-        for keyword in use.keywords:
-            if keyword not in valid:
-                findings.append(Finding(
-                    use.path, use.line, RULE,
-                    f"{use.written}({keyword}=...): {subject} has no parameter '{keyword}' "
-                    f"({installed}; it takes: {names or 'nothing'})",
-                    f"use a parameter it has{_suggest(keyword, sorted(valid))}, or update the code "
-                    "to the installed API"))
+        for keyword in (k for k in use.keywords if k not in valid):
+            findings.append(Finding(
+                use.path, use.line, RULE, f"{use.written}({keyword}=...): {found.path} has no parameter '{keyword}' "
+                f"({installed}; it takes: {', '.join(dict.fromkeys(p.name for p in params)) or 'nothing'})",
+                f"use a parameter it has{_suggest(keyword, sorted(valid))}, or update the code to the installed API"))
     return findings
 
 
-def _missing(use: Use, missing: Missing, installed: str) -> Finding:
-    where, name = missing.at, missing.name
-    if use.kind == "method":
-        returned = f"{use.target}(...)" + "".join(f".{part}(...)" for part in use.chain[:-1])
-        return Finding(use.path, use.line, RULE,
-                       f"{use.written}: {where} (what {returned} returns) has no attribute '{name}' ({installed})",
-                       f"use the name the installed class has{_suggest(name, missing.names)}, "
-                       "or update the code to the installed API")
-    if use.kind == "module" or not where:
-        top = use.module.split(".")[0]
-        what = (f"{use.written}: {top} is not installed" if installed.endswith("not installed")
-                else f"{use.written}: there is no module {use.module} in the {installed}")
-        return Finding(use.path, use.line, RULE, what, "import it from where the installed package defines it "
-                       "(search its sources), or drop the import")
-    return Finding(use.path, use.line, RULE, f"{use.written}: {where} has no attribute '{name}' ({installed})",
-                   f"use the name the installed package has{_suggest(name, missing.names)}, "
+def _missing(use: Use, missing: Missing, installed: str, absent: bool) -> Finding:
+    if use.module or not missing.at:
+        top = use.steps[0].split(".")[0]
+        return Finding(use.path, use.line, RULE, f"{use.written}: {top} is not installed" if absent else
+                       f"{use.written}: there is no module {use.steps[0]} in the {installed}",
+                       "import it from where the installed package defines it (search its sources), or drop the import")
+    where = missing.at
+    if "()" in use.steps:
+        last = len(use.steps) - use.steps[::-1].index("()")
+        call = ".".join(use.steps[:last]).replace(".()", "(...)")
+        where += f" (what {call} returns)"
+    return Finding(use.path, use.line, RULE, f"{use.written}: {where} has no attribute '{missing.name}' ({installed})",
+                   f"use the name the installed package has{_suggest(missing.name, missing.names)}, "
                    "or update the code to the installed API")
