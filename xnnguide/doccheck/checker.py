@@ -114,22 +114,25 @@ def _as_list(value) -> list:
 
 
 def discover(options: Options) -> Project:
-    """Every file below the paths; a folder holding ``index.md``/``.rst`` (or a child that does) is a Sphinx source."""
-    from sphinx.util.matching import Matcher
-
+    """Every file below the paths. A Sphinx source is a folder given with an ``index.md``/``.rst``, or a child
+    folder holding one and a ``conf.py``; its conf.py (there or above) names the recipes and their gallery.
+    Files that ``exclude_patterns`` name are read too: they are fragments that pages include."""
     for path in options.paths:
         if not path.exists():
             raise InputError(f"{path}: no such file or folder")
-    sources = [folder for path in options.paths if path.is_dir() for folder in (path, *sorted(path.iterdir()))
-               if folder.is_dir() and any((folder / f"index{s}").is_file() for s in (".md", ".rst"))]
-    skipped, excluded, recipes, gallery, extensions = set(), [], [], None, {"colon_fence", "deflist"}
+    def is_source(folder: Path) -> bool:
+        return any((folder / f"index{suffix}").is_file() for suffix in (".md", ".rst"))
+
+    sources = [path if is_source(path) else child for path in options.paths if path.is_dir()
+               for child in ([path] if is_source(path) else sorted(path.glob("*/conf.py")))
+               if is_source(path) or is_source(child.parent)]
+    sources = [folder if folder.is_dir() else folder.parent for folder in sources]
+    skipped, recipes, gallery, extensions = set(), [], None, {"colon_fence", "deflist"}
     for source in sources:
         conf_file = options.conf or next((folder / "conf.py" for folder in (source, *source.resolve().parents)
                                           if (folder / "conf.py").is_file()), None)
         conf = read_conf(conf_file) if conf_file else {}
         extensions.update(str(e) for e in _as_list(conf.get("myst_enable_extensions")))
-        matcher = Matcher([str(p) for p in _as_list(conf.get("exclude_patterns"))])
-        excluded.append((source.resolve(), matcher))
         gallery_conf = conf.get("sphinx_gallery_conf") or {}
         outputs = [source / str(d) for d in _as_list(gallery_conf.get("gallery_dirs", "auto_examples"))]
         if "sphinx_gallery_conf" in conf:
@@ -144,9 +147,7 @@ def discover(options: Options) -> Project:
     patterns = [re.compile(re.escape(p).replace(r"\*", ".*")) for p in options.exclude]
 
     def wanted(file: Path) -> bool:
-        resolved = file.resolve()
-        return resolved not in skipped and not any(p.search(file.as_posix()) for p in patterns) and not any(
-            resolved.is_relative_to(base) and match(resolved.relative_to(base).as_posix()) for base, match in excluded)
+        return file.resolve() not in skipped and not any(p.search(file.as_posix()) for p in patterns)
 
     files = []
     for path in options.paths:
@@ -376,10 +377,8 @@ def check_build(project: Project, documents: list[Document], options: Options) -
                                    "build the site (`make html`): the execution-ledger directive writes it")]
     entries = {(entry["path"], entry["line"]): entry for entry in published.get("entries", [])}
     for document in documents:
-        for block in document.blocks:
+        for block in (block for block in document.blocks if block.fate != "other"):
             entry = entries.get((display(document.path), block.line))
-            if block.fate == "other":
-                continue
             if entry is None:
                 findings.append(Finding(display(document.path), block.line, "ledger", "this code block is not in "
                                         "the last build's execution ledger", "rebuild (`make html`)"))
@@ -407,7 +406,7 @@ def check(options: Options) -> Report:
         keep(document.problems)
         keep(assign_fates(document, project, used))
     python_files = list({p.resolve(): p for p in [*project.python_files, *(
-        Path(display(Path(key))) for key in used if key.suffix == ".py" and key.is_file())]}.values())
+        Path(display(key)) for key in used if key.suffix == ".py" and key.is_file())]}.values())
     if documents and "regions" in rules:
         for path in python_files:
             keep(check_regions(path, used.get(path.resolve(), set())))

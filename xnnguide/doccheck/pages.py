@@ -1,20 +1,11 @@
 """What the checker reads from a page: code blocks, prose paragraphs and marker comments, with their lines.
 
-Markdown (MyST) is tokenised by markdown-it-py, configured by myst-parser as
-Sphinx configures it; directive bodies that hold Markdown (admonitions, tabs,
-cards) are tokenised again, so code inside them counts. reStructuredText is
-parsed by docutils; Sphinx's directives, unknown to plain docutils, are
-handled by this parser's own ``Body`` state (no registry of docutils is
-changed): code directives and ``literalinclude`` become code blocks, any other
-unknown directive has its body parsed as reStructuredText.
-
-Two comments speak about the code block right below them::
-
-    <!-- snippet: snippets/x.py region [region...] -->   (MyST: % ..., reST: .. snippet: ...)
-    <!-- doccheck: not-run reason="needs an Android phone" -->
-
-The first says the block is a copy of recipe regions (checked with
-:mod:`xnnguide.regions`), the second that it must not run, and why.
+Markdown (MyST) is tokenised by markdown-it-py as myst-parser configures it; bodies of directives that
+hold Markdown (admonitions, tabs) are tokenised again. reStructuredText is parsed by docutils with this
+module's own copy of its states, whose ``Body`` knows Sphinx's code directives and parses the body of
+any other unknown directive; no registry of docutils changes. A comment right above a block speaks
+about it: ``snippet: PATH REGION...`` (a copy of recipe regions) or ``doccheck: not-run reason=...``,
+written ``<!-- ... -->`` or ``% ...`` in MyST and ``.. ...`` in reST.
 """
 
 from __future__ import annotations
@@ -182,28 +173,12 @@ def _markdown_parser(extensions: tuple[str, ...]):
 
 
 def _split_directive(content: str) -> tuple[dict[str, str], list[str], int]:
-    """A MyST directive body's options (``:key: value`` or YAML), its other lines, and how many lines precede them."""
-    lines = content.splitlines()
-    options, consumed = {}, 0
-    if lines and lines[0].startswith("---"):
-        end = next((i for i in range(1, len(lines)) if lines[i].startswith("---")), None)
-        if end is not None:
-            import yaml
-
-            try:
-                loaded = yaml.safe_load("\n".join(lines[1:end]))
-            except (yaml.YAMLError, ValueError, RecursionError):
-                loaded = None
-            if isinstance(loaded, dict):
-                options = {str(k): "" if v is None else str(v) for k, v in loaded.items()}
-            consumed = end + 1
-    else:
-        while consumed < len(lines) and re.match(r"\s*:[\w-]+:", lines[consumed]):
-            key, _, value = lines[consumed].strip()[1:].partition(":")
-            options[key] = value.strip().strip("\"'")
-            consumed += 1
-    if consumed < len(lines) and not lines[consumed].strip():
+    """A MyST directive body's ``:key: value`` options, its other lines, and how many lines precede them."""
+    lines, options, consumed = content.splitlines(), {}, 0
+    while consumed < len(lines) and (match := re.match(r"\s*:([\w-]+):(.*)", lines[consumed])):
+        options[match.group(1)] = match.group(2).strip().strip("\"'")
         consumed += 1
+    consumed += consumed < len(lines) and not lines[consumed].strip()
     return options, lines[consumed:], consumed
 
 
