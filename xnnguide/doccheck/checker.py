@@ -37,12 +37,10 @@ class Options:
     paths: list[Path]
     root: Path = field(default_factory=Path.cwd)
     conf: Path | None = None
-    exclude: list[str] = field(default_factory=list)
     rules: frozenset[str] = STATIC_RULES
     run: bool = False  # execute doctest and page-order blocks
     build: bool = False  # read the last build's ledger and run records
     gallery: Path | None = None
-    junit: Path | None = None
 
 
 @dataclass
@@ -80,33 +78,14 @@ class Report:
 # ---------------------------------------------------------------- the files
 
 def read_conf(path: Path) -> dict:
-    """The literal top-level assignments of a ``conf.py`` (names assigned before count), without running it."""
-    values: dict = {}
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
-        return values
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            value = _literal(node.value, values)
-            if value is not None:
-                values[node.targets[0].id] = value
-    return values
-
-
-def _literal(node: ast.expr, names: dict):
-    """A literal's value, with earlier names replaced by theirs; of a dict, its literal entries; else None."""
-    class Names(ast.NodeTransformer):
-        def visit_Name(self, name: ast.Name) -> ast.expr:
-            return ast.Constant(names[name.id]) if name.id in names else name
+    """What a ``conf.py`` defines, read the way Sphinx reads it; nothing when it cannot run here."""
+    from sphinx.config import eval_config_file
+    from sphinx.util.tags import Tags
 
     try:
-        return ast.literal_eval(Names().visit(node))
-    except (ValueError, TypeError, SyntaxError, RecursionError):
-        if not isinstance(node, ast.Dict):
-            return None
-        pairs = [(_literal(k, names), _literal(v, names)) for k, v in zip(node.keys, node.values) if k is not None]
-        return {k: v for k, v in pairs if k is not None and v is not None}
+        return eval_config_file(path.resolve(), Tags())
+    except Exception:  # noqa: BLE001 (a conf.py that needs what this environment lacks)
+        return {}
 
 
 def _as_list(value) -> list:
@@ -120,6 +99,7 @@ def discover(options: Options) -> Project:
     for path in options.paths:
         if not path.exists():
             raise InputError(f"{path}: no such file or folder")
+
     def is_source(folder: Path) -> bool:
         return any((folder / f"index{suffix}").is_file() for suffix in (".md", ".rst"))
 
@@ -144,11 +124,6 @@ def discover(options: Options) -> Project:
             for examples in _as_list(gallery_conf.get("examples_dirs", "examples")):
                 recipes += [script for script in sorted((source / str(examples)).resolve().rglob("*.py"))
                             if pattern.search(str(script)) and not ignore.search(str(script))]
-    patterns = [re.compile(re.escape(p).replace(r"\*", ".*")) for p in options.exclude]
-
-    def wanted(file: Path) -> bool:
-        return file.resolve() not in skipped and not any(p.search(file.as_posix()) for p in patterns)
-
     files = []
     for path in options.paths:
         if path.is_file():
@@ -161,7 +136,7 @@ def discover(options: Options) -> Project:
                                  (Path(folder) / d).resolve() not in skipped and
                                  not (Path(folder) / d / "pyvenv.cfg").exists())
             files += [Path(folder) / name for name in sorted(filenames)
-                      if Path(name).suffix in (".md", ".rst", ".py") and wanted(Path(folder) / name)]
+                      if Path(name).suffix in (".md", ".rst", ".py") and (Path(folder) / name).resolve() not in skipped]
     files = list({file.resolve(): file for file in files}.values())
     return Project(options.root, [f for f in files if f.suffix != ".py"], [f for f in files if f.suffix == ".py"],
                    sources, recipes, options.gallery or gallery, tuple(sorted(extensions)))
@@ -353,7 +328,7 @@ def ledger_path(gallery: Path) -> Path:
 
 def check_build(project: Project, documents: list[Document], options: Options) -> list[Finding]:
     """Rule 6 against the last build: every recipe's run record, and the ledger the build published."""
-    from xnnguide.results import check_recipes, junit_failures
+    from xnnguide.results import check_recipes
 
     if project.gallery is None:
         return [Finding(display(options.root), 1, "ledger", "no sphinx-gallery folder is configured, so there are "
@@ -364,11 +339,6 @@ def check_build(project: Project, documents: list[Document], options: Options) -
             message, _, fix = problem.message.partition(" — ")
             findings.append(Finding(str(problem.path), problem.line, "recipe", message,
                                     fix or "fix the recipe, then `make html`"))
-    seen = {(f.path, f.line) for f in findings}
-    for problem in junit_failures(options.junit or options.root / "_build" / "gallery-junit.xml", root):
-        if (str(problem.path), problem.line) not in seen:
-            findings.append(Finding(str(problem.path), problem.line, "recipe", problem.message.rstrip(),
-                                    "fix the recipe, then `make html`"))
     path = ledger_path(project.gallery)
     try:
         published = json.loads(path.read_text(encoding="utf-8"))

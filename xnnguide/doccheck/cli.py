@@ -36,13 +36,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", type=Path, help="files and folders to check (pages, READMEs, snippets)")
     p.add_argument("--root", type=Path, default=Path("."), help="project root: snippet: paths fall back to it")
     p.add_argument("--conf", type=Path, help="the Sphinx conf.py (default: next to or above a source folder)")
-    p.add_argument("--exclude", action="append", default=[], help="skip files matching this glob (repeatable)")
     p.add_argument("--rules", type=_rules, help="only these rules: numbers 1-6 or names, comma-separated")
     p.add_argument("--run", action="store_true", help="also execute the doctest and page-order blocks")
     p.add_argument("--build", action="store_true",
                    help="also check the last build: its execution ledger and every recipe's run record")
     p.add_argument("--gallery", type=Path, help="sphinx-gallery output folder holding _records (default: conf.py's)")
-    p.add_argument("--junit", type=Path, help="sphinx-gallery JUnit file (default: _build/gallery-junit.xml)")
     p.add_argument("--ledger-json", type=Path, help="write the execution ledger as JSON to this file")
     p.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
     return p
@@ -77,8 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.conf}: no such file", file=sys.stderr)
         return 2
     rules = args.rules or (STATIC_RULES | ({"ledger", "recipe", "run"} if args.build or args.run else set()))
-    options = Options(args.paths, args.root, args.conf, args.exclude, rules, args.run, args.build, args.gallery,
-                      args.junit)
+    options = Options(args.paths, args.root, args.conf, rules, args.run, args.build, args.gallery)
     try:
         report = check(options)
     except InputError as error:
