@@ -11,10 +11,15 @@ with ``globals()`` or ``__getattr__``, bases that cannot be found), nothing is r
 from __future__ import annotations
 
 import ast
+import contextlib
 import difflib
 import functools
+import hashlib
 import importlib.machinery
+import json
 import logging
+import os
+import sys
 import warnings
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -304,40 +309,66 @@ def lookup(index: Index, steps: tuple[str, ...]) -> object:
     return obj
 
 
-def check(units: list[Unit], index: Index | None = None) -> list[Finding]:
-    index, versions = index or shared_index(), _versions()
-    findings, reported = [], set()
+def _cache_file() -> Path:
+    """Answers hold as long as the environment, the tracked packages' versions and this file do."""
+    key = json.dumps([sys.prefix, _versions(), griffe.__name__, Path(__file__).read_text(encoding="utf-8")])
+    folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "xnnguide-doccheck"
+    return folder / f"api-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+
+
+def _answer(use: Use, versions: dict[str, str]) -> list[list[str]]:
+    """What is wrong with *use*, as [key to report once per file ("" for always), message, fix] triples."""
+    index, top = shared_index(), use.steps[0].split(".")[0]
+    found, installed = lookup(index, use.steps), f"installed {top} {versions.get(top, '?')}"
+    if isinstance(found, Missing):
+        return [[f"{found.at}:{found.name}", *_missing(use, found, installed, versions.get(top) == "not installed")]]
+    if not use.keywords or not isinstance(found, griffe.Object):
+        return []
+    params = index.parameters(found)
+    if params is None or any(p.kind is griffe.ParameterKind.var_keyword for p in params):
+        return []
+    valid = {p.name for p in params if p.kind is not griffe.ParameterKind.positional_only}
+    return [["", f"{use.written}({keyword}=...): {found.path} has no parameter '{keyword}' "
+             f"({installed}; it takes: {', '.join(dict.fromkeys(p.name for p in params)) or 'nothing'})",
+             f"use a parameter it has{_suggest(keyword, sorted(valid))}, or update the code to the installed API"]
+            for keyword in use.keywords if keyword not in valid]
+
+
+def check(units: list[Unit]) -> list[Finding]:
+    versions, path = _versions(), _cache_file()
+    try:
+        cache = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        cache = {}
+    size, findings, reported = len(cache), [], set()
     for use in (use for unit in units for use in collect(unit)):
-        found, top = lookup(index, use.steps), use.steps[0].split(".")[0]
-        installed = f"installed {top} {versions.get(top, '?')}"
-        if isinstance(found, Missing) and (use.path, found.at, found.name) not in reported:
-            reported.add((use.path, found.at, found.name))
-            findings.append(_missing(use, found, installed, versions.get(top) == "not installed"))
-        if not use.keywords or not isinstance(found, griffe.Object):
-            continue
-        params = index.parameters(found)
-        if params is None or any(p.kind is griffe.ParameterKind.var_keyword for p in params):
-            continue
-        valid = {p.name for p in params if p.kind is not griffe.ParameterKind.positional_only}
-        for keyword in (k for k in use.keywords if k not in valid):
-            findings.append(Finding(
-                use.path, use.line, RULE, f"{use.written}({keyword}=...): {found.path} has no parameter '{keyword}' "
-                f"({installed}; it takes: {', '.join(dict.fromkeys(p.name for p in params)) or 'nothing'})",
-                f"use a parameter it has{_suggest(keyword, sorted(valid))}, or update the code to the installed API"))
+        key = json.dumps([use.steps, use.written, use.keywords, use.module])
+        if key not in cache:
+            cache[key] = _answer(use, versions)
+        for once, message, fix in cache[key]:
+            if not once or (use.path, once) not in reported:
+                reported.add((use.path, once))
+                findings.append(Finding(use.path, use.line, RULE, message, fix))
+    if len(cache) > size:
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}")
+            tmp.write_text(json.dumps(cache), encoding="utf-8")
+            os.replace(tmp, path)
     return findings
 
 
-def _missing(use: Use, missing: Missing, installed: str, absent: bool) -> Finding:
+def _missing(use: Use, missing: Missing, installed: str, absent: bool) -> tuple[str, str]:
     if use.module or not missing.at:
         top = use.steps[0].split(".")[0]
-        return Finding(use.path, use.line, RULE, f"{use.written}: {top} is not installed" if absent else
-                       f"{use.written}: there is no module {use.steps[0]} in the {installed}",
-                       "import it from where the installed package defines it (search its sources), or drop the import")
+        return (f"{use.written}: {top} is not installed" if absent else
+                f"{use.written}: there is no module {use.steps[0]} in the {installed}",
+                "import it from where the installed package defines it (search its sources), or drop the import")
     where = missing.at
     if "()" in use.steps:
         last = len(use.steps) - use.steps[::-1].index("()")
         call = ".".join(use.steps[:last]).replace(".()", "(...)")
         where += f" (what {call} returns)"
-    return Finding(use.path, use.line, RULE, f"{use.written}: {where} has no attribute '{missing.name}' ({installed})",
-                   f"use the name the installed package has{_suggest(missing.name, missing.names)}, "
-                   "or update the code to the installed API")
+    return (f"{use.written}: {where} has no attribute '{missing.name}' ({installed})",
+            f"use the name the installed package has{_suggest(missing.name, missing.names)}, "
+            "or update the code to the installed API")
