@@ -311,7 +311,7 @@ def lookup(index: Index, steps: tuple[str, ...]) -> object:
 
 def _cache_file() -> Path:
     """Answers hold as long as the environment, the tracked packages' versions and this file do."""
-    key = json.dumps([sys.prefix, _versions(), griffe.__name__, Path(__file__).read_text(encoding="utf-8")])
+    key = json.dumps([sys.prefix, _versions(), metadata.version("griffe"), Path(__file__).read_text(encoding="utf-8")])
     folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "xnnguide-doccheck"
     return folder / f"api-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
 

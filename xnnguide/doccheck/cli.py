@@ -52,7 +52,7 @@ def summary(report: Report) -> list[str]:
     parts += f", {counts['none']} with no fate" if counts["none"] else ""
     lines = [f"doccheck: {len(report.project.doc_files)} pages/READMEs, {len(report.project.python_files)} Python "
              f"files, {len(report.ledger)} code blocks ({parts or 'none'}); {len(report.not_run)} not-run marker(s); "
-             f"{len(report.findings)} finding(s) in {report.seconds['total']:.2f} s"]
+             f"{len(report.findings)} finding(s) in {report.seconds:.2f} s"]
     lines += [f"  not-run: {entry['path']}:{entry['line']}: {entry['detail']}" for entry in report.not_run]
     if report.exemptions:
         lines.append(f"doccheck: {len(report.exemptions)} XNNPACK lowering(s) without transform passes, on purpose:")
