@@ -106,7 +106,8 @@ def collect(unit: Unit) -> list[Use]:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 bind(ast.Name(node.name))
             elif isinstance(node, ast.Call) and (steps := steps_of(node.func)):
-                uses.append(Use(unit.path, line, steps, ast.unparse(node.func), [k.arg for k in node.keywords if k.arg]))
+                keywords = [keyword.arg for keyword in node.keywords if keyword.arg]
+                uses.append(Use(unit.path, line, steps, ast.unparse(node.func), keywords))
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and (steps := steps_of(node)):
                 uses.append(Use(unit.path, line, steps, ast.unparse(node)))
             for child in ast.iter_child_nodes(node):
@@ -311,7 +312,8 @@ def lookup(index: Index, steps: tuple[str, ...]) -> object:
 
 def _cache_file() -> Path:
     """Answers hold as long as the environment, the tracked packages' versions and this file do."""
-    key = json.dumps([sys.prefix, _versions(), metadata.version("griffe"), Path(__file__).read_text(encoding="utf-8")])
+    source = Path(__file__).read_text(encoding="utf-8")
+    key = json.dumps([sys.prefix, _versions(), metadata.version("griffe"), source])
     folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "xnnguide-doccheck"
     return folder / f"api-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
 

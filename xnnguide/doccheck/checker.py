@@ -105,7 +105,8 @@ def discover(options: Options) -> Project:
 
     sources = []
     for path in (path for path in options.paths if path.is_dir()):
-        sources += [path] if is_source(path) else [c.parent for c in sorted(path.glob("*/conf.py")) if is_source(c.parent)]
+        children = [conf.parent for conf in sorted(path.glob("*/conf.py")) if is_source(conf.parent)]
+        sources += [path] if is_source(path) else children
     skipped, recipes, gallery, extensions = set(), [], None, {"colon_fence", "deflist"}
     for source in sources:
         conf_file = options.conf or next((folder / "conf.py" for folder in (source, *source.resolve().parents)

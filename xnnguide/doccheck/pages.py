@@ -167,8 +167,8 @@ def _markdown_parser(extensions: tuple[str, ...]):
     from myst_parser.config.main import MdParserConfig
     from myst_parser.parsers.mdit import create_md_parser
 
-    known = {"amsmath", "attrs_inline", "attrs_block", "colon_fence", "deflist", "dollarmath", "fieldlist",
-             "html_admonition", "html_image", "replacements", "smartquotes", "strikethrough", "substitution", "tasklist"}
+    known = {"amsmath", "attrs_inline", "attrs_block", "colon_fence", "deflist", "dollarmath", "fieldlist", "tasklist",
+             "html_admonition", "html_image", "replacements", "smartquotes", "strikethrough", "substitution"}
     return create_md_parser(MdParserConfig(enable_extensions=set(extensions) & known), RendererHTML)
 
 
