@@ -76,15 +76,3 @@ def walk_in_order(statements: list[ast.stmt]):
         node = stack.pop()
         yield node
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
-
-
-def dotted(node: ast.expr) -> list[str] | None:
-    """``a.b.c`` as ``["a", "b", "c"]``; ``None`` for anything but names and attributes."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return parts[::-1]
-    return None

@@ -20,7 +20,7 @@ import re
 from collections import defaultdict
 
 from xnnguide.doccheck.pages import Finding
-from xnnguide.doccheck.pycode import Unit, dotted, walk_in_order
+from xnnguide.doccheck.pycode import Unit, walk_in_order
 
 RULE = "transform-passes"
 HOW = ("pass transform_passes=get_transform_passes() "
