@@ -163,6 +163,23 @@ def test_mangled_versions_of_the_foreign_tree_do_not_crash_the_readers(tmp_path)
                 assert 1 <= block.line <= max(len(mangled), 1), (page, action, block)
 
 
+def test_reading_rst_leaves_docutils_as_it_was():
+    """The reST reader knows Sphinx's directives through its own states, not by patching docutils."""
+    from docutils.parsers.rst import directives, roles, states
+
+    from xnnguide.doccheck import pages
+
+    before = (directives.directive, roles.role, states.state_classes, list(states.Body.explicit.constructs),
+              dict(directives._directives))
+    usage = FOREIGN / "docs" / "guide" / "usage.rst"
+    document = pages.read(usage, usage.read_text())
+    assert [(b.line, b.language) for b in document.blocks][:3] == [(8, "python"), (15, "python"), (23, "console")]
+    after = (directives.directive, roles.role, states.state_classes, list(states.Body.explicit.constructs),
+             dict(directives._directives))
+    assert after == before
+    assert "literalinclude" not in directives._directives and "tab-set" not in directives._directives
+
+
 # ------------------------------------------------------------------ command line
 
 def cli(*args, cwd=ROOT, monkeypatch=None, capsys=None):
