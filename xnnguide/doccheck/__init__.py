@@ -1,30 +1,24 @@
 """Drift checks: README, pages and recipes must say the same thing, and all of it must run.
 
-``python -m xnnguide.doccheck README.md docs snippets`` reads any tree of
-Markdown (MyST), reStructuredText and Python files and applies seven rules:
+``python -m xnnguide.doccheck README.md docs snippets`` reads any tree of Markdown (MyST),
+reStructuredText and Python files (:mod:`.pages`) and applies the rules of issue 15
+(:mod:`.checker`), each finding printed as ``path:line: rule: what is wrong — how to fix``:
 
-1. *fate* — every Python code block has a fate: a ``literalinclude`` of a
-   snippet region, a copy verified identical to named regions (a
-   ``snippet: PATH REGION...`` comment above it), a doctest (``>>>``), a block
-   executed in page order, or a block marked ``doccheck: not-run reason=...``;
-2. *transform-passes* — every XNNPACK lowering runs ``get_transform_passes()``;
-3. *api* — every import, attribute path and keyword argument used from torch,
-   executorch, torchao and torchvision exists in the installed packages;
-4. *duplicate* — no prose paragraph appears twice (near-copies included);
-5. *includes* — include markers exist; every snippet region is shown or
-   declared ``# [gallery-only name]``;
-6. *ledger* / *run* / *recipe* — with ``--run`` the blocks are executed (*run*); with ``--build`` the
-   execution ledger and run records of the last Sphinx build are checked, and
-   recipe failures are reported at their real line;
-7. *links* / *toctree* — pages are in a toctree, links and anchors resolve.
+1. *transform-passes*: every XNNPACK lowering runs ``get_transform_passes()`` (:mod:`.transforms`);
+2. *fate*, *regions*: a copy of recipe regions under a ``snippet:`` comment is identical to them,
+   and every region is shown by a page or declared ``# [gallery-only name]``;
+3. *duplicate*: no prose paragraph appears twice (:mod:`.duplicates`);
+4. *api*: what the code uses from torch, executorch, torchao and torchvision exists in the
+   installed packages, read statically with griffe (:mod:`.api`);
+5. *fate*, *syntax*, *run*: every Python block is included from a recipe, a verified copy, a
+   doctest, run in page order (``--run``, :mod:`.execute`), or marked ``doccheck: not-run reason=...``;
+6. *ledger*, *recipe*: with ``--build``, the last build's execution ledger (written by the
+   directive of :mod:`.sphinxext`) and every recipe's run record.
 
-Each finding prints as ``path:line: rule: what is wrong — how to fix``; the
-exit status is 0 when clean, 1 with findings, 2 on a usage error or
-unreadable input. :func:`check` is the library entry point (used by the
-tests and by :mod:`xnnguide.doccheck.sphinxext`, which publishes the ledger).
+Links, toctrees and includes are left to ``sphinx-build -n -W``.
 """
 
 from xnnguide.doccheck.checker import Options, Report, check
-from xnnguide.doccheck.model import Finding, InputError
+from xnnguide.doccheck.pages import Finding, InputError
 
 __all__ = ["Finding", "InputError", "Options", "Report", "check"]

@@ -1,218 +1,288 @@
-"""Rule 3: no API drift against the installed torch, executorch, torchao, torchvision.
+"""Rule 4: no API drift against the installed torch, executorch, torchao and torchvision.
 
-For each unit (a page's Python, or a ``.py`` file) the checker lists, in
-source order, every module imported from a tracked package, every name
-imported from one, every attribute path hanging off such a name
-(``torch.export.export``) and every call of one with its keyword arguments.
-Each path must resolve in the installed packages, and each keyword must be a
-parameter of the callee (``inspect.signature`` semantics: a ``**kwargs``
-parameter accepts any keyword).
-
-Answers come from the installed sources (:mod:`.apistatic`), and only when
-those cannot decide from importing the package in a separate process
-(:mod:`.apiprobe`). Answers are cached on disk
-per Python and package versions (``~/.cache/xnnguide-doccheck``, or
-``$DOCCHECK_CACHE_DIR``), so an unchanged environment never imports torch twice.
+Every module imported from a tracked package, every name imported from one, every attribute path off
+such a name (``torch.export.export``), every call with its keyword arguments, and the attributes of
+what such calls return (``edge = to_edge_transform_and_lower(...)``, then ``edge.to_executorch()``)
+must exist in the installed packages. griffe reads their sources: nothing is imported, and only the
+modules a path goes through are parsed. Where the sources cannot decide (compiled modules, names made
+with ``globals()`` or ``__getattr__``, bases that cannot be found), nothing is reported.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import difflib
 import functools
 import hashlib
 import importlib.machinery
 import json
+import logging
 import os
-import subprocess
 import sys
+import warnings
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from xnnguide.doccheck.apistatic import FOUND, MISSING, UNKNOWN, Answer, Params, StaticIndex
-from xnnguide.doccheck.model import Finding
-from xnnguide.doccheck.pycode import Unit, dotted, walk_in_order
+import griffe
+
+from xnnguide.doccheck.pages import Finding
+from xnnguide.doccheck.pycode import Unit
 
 RULE = "api"
 TRACKED = ("torch", "executorch", "torchao", "torchvision")
-CACHE_VERSION = "8"
+UNKNOWN = "unknown"
+logging.getLogger("griffe").setLevel(logging.CRITICAL)
 
 
 @dataclass
 class Use:
     path: str
     line: int
-    kind: str  # "module", "name" (from-import), "attr", "call", "method" (on a value a tracked call returned)
-    module: str  # the module an import statement names
-    attributes: str = ""  # dotted path inside it ("" for the module itself)
-    written: str = ""  # how the code spells it
-    keywords: list[str] = field(default_factory=list)
-    chain: tuple[str, ...] = ()  # "method": attributes taken, in turn, of what the call returned
-
-    @property
-    def target(self) -> str:
-        return f"{self.module}.{self.attributes}" if self.attributes else self.module
-
-    @property
-    def query(self) -> tuple[str, str]:
-        if self.kind == "module":
-            return ("m", self.module)
-        if self.chain:
-            return ("i", f"{self.module}:{self.attributes}|{'.'.join(self.chain)}")
-        return ("p" if self.kind == "call" and self.keywords else "a", f"{self.module}:{self.attributes}")
+    steps: tuple[str, ...]  # a dotted import path, then attribute names and "()" for what a call returns
+    written: str  # how the code spells it
+    keywords: list[str] = field(default_factory=list)  # of a call
+    module: bool = False  # an import of the module steps[0]
 
 
-def collect(unit: Unit, tracked: tuple[str, ...] = TRACKED) -> list[Use]:
-    """The uses of tracked packages in *unit*, in source order.
-
-    Besides names reached from imports, a variable assigned the result of a
-    tracked call (``edge = to_edge_transform_and_lower(...)``), or of a method
-    of such a value (``program = edge.to_executorch()``), is followed: its
-    attributes and method keywords are checked against the class the installed
-    code says the call returns.
-    """
-    bindings: dict[str, tuple[str, str]] = {}  # local name -> (module, attributes)
-    typed: dict[str, tuple[str, str, tuple[str, ...]]] = {}  # local name -> (module, attributes, chain)
+def collect(unit: Unit) -> list[Use]:
+    """The uses of tracked packages in *unit*, in source order; names bound to them are followed."""
+    bound: dict[str, tuple[str, ...]] = {}  # local name -> the steps that reach its value
     uses: list[Use] = []
 
-    def is_tracked(name: str) -> bool:
-        return name.split(".")[0] in tracked
+    def steps_of(node: ast.expr) -> tuple[str, ...] | None:
+        if isinstance(node, ast.Name):
+            return bound.get(node.id)
+        inner = steps_of(node.value if isinstance(node, ast.Attribute) else node.func) if isinstance(
+            node, (ast.Attribute, ast.Call)) else None
+        return inner and inner + ((node.attr,) if isinstance(node, ast.Attribute) else ("()",))
 
-    def target_of(node: ast.expr) -> tuple[str, str, str] | None:
-        parts = dotted(node)
-        if not parts or parts[0] not in bindings:
-            return None
-        module, attributes = bindings[parts[0]]
-        return module, ".".join(p for p in [attributes, *parts[1:]] if p), ".".join(parts)
-
-    def typed_of(node: ast.expr) -> tuple[str, str, tuple[str, ...], str] | None:
-        parts = dotted(node)
-        if not parts or len(parts) < 2 or parts[0] not in typed or parts[0] in bindings:
-            return None
-        module, attributes, chain = typed[parts[0]]
-        return module, attributes, chain + tuple(parts[1:]), ".".join(parts)
-
-    def result_of(value: ast.expr) -> tuple[str, str, tuple[str, ...]] | None:
-        if not isinstance(value, ast.Call):
-            return None
-        found = target_of(value.func)
-        if found:
-            return found[0], found[1], ()
-        found = typed_of(value.func)
-        return (found[0], found[1], found[2]) if found else None
-
-    def forget(target: ast.expr) -> None:
-        for name_node in ast.walk(target):
-            if isinstance(name_node, ast.Name):
-                bindings.pop(name_node.id, None)
-                typed.pop(name_node.id, None)
-
-    def chain_head(node: ast.Attribute) -> ast.expr:
-        value = node.value
-        while isinstance(value, ast.Attribute):
-            value = value.value
-        return value
+    def bind(target: ast.expr, steps: tuple[str, ...] | None = None) -> None:
+        for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
+            bound.pop(name, None)
+        if steps and isinstance(target, ast.Name):
+            bound[target.id] = steps
 
     def visit(node: ast.AST) -> None:
+        line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if is_tracked(alias.name):
-                    uses.append(Use(unit.path, node.lineno, "module", alias.name, written=f"import {alias.name}"))
-                    local = alias.asname or alias.name.split(".")[0]
-                    bindings[local] = (alias.name, "") if alias.asname else (local, "")
-                    typed.pop(local, None)
-                else:
-                    forget(ast.Name(alias.asname or alias.name.split(".")[0]))
-            return
-        if isinstance(node, ast.ImportFrom):
-            if node.level or not node.module or not is_tracked(node.module):
-                for alias in node.names:
-                    forget(ast.Name(alias.asname or alias.name))
-                return
-            uses.append(Use(unit.path, node.lineno, "module", node.module, written=f"from {node.module} import ..."))
+                local = alias.asname or alias.name.split(".")[0]
+                tracked = alias.name.split(".")[0] in TRACKED
+                if tracked:
+                    uses.append(Use(unit.path, line, (alias.name,), f"import {alias.name}", module=True))
+                bind(ast.Name(local), ((alias.name if alias.asname else local),) if tracked else None)
+        elif isinstance(node, ast.ImportFrom):
+            tracked = not node.level and node.module and node.module.split(".")[0] in TRACKED
+            if tracked:
+                uses.append(Use(unit.path, line, (node.module,), f"from {node.module} import ...", module=True))
             for alias in node.names:
-                if alias.name == "*":
-                    continue
-                uses.append(Use(unit.path, node.lineno, "name", node.module, alias.name,
-                                f"from {node.module} import {alias.name}"))
-                bindings[alias.asname or alias.name] = (node.module, alias.name)
-                typed.pop(alias.asname or alias.name, None)
-            return
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            # The value is evaluated before the names are bound.
-            if node.value is not None:
+                if tracked and alias.name != "*":
+                    uses.append(Use(unit.path, line, (f"{node.module}.{alias.name}",),
+                                    f"from {node.module} import {alias.name}"))
+                bind(ast.Name(alias.asname or alias.name), (f"{node.module}.{alias.name}",) if tracked else None)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+            if node.value is not None:  # the value is evaluated before the names are bound
                 visit(node.value)
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
                 if not isinstance(target, ast.Name):
                     visit(target)
-                forget(target)
-            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                    and (result := result_of(node.value)) is not None):
-                typed[node.targets[0].id] = result
-            return
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            forget(ast.Name(node.name))
-        elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.NamedExpr)):
-            pass
-        elif isinstance(node, ast.Call):
-            keywords = [kw.arg for kw in node.keywords if kw.arg]
-            found = target_of(node.func)
-            if found:
-                uses.append(Use(unit.path, node.lineno, "call", found[0], found[1], found[2], keywords))
-            elif (typed_call := typed_of(node.func)) is not None:
-                uses.append(Use(unit.path, node.lineno, "method", typed_call[0], typed_call[1], typed_call[3],
-                                keywords, typed_call[2]))
-            if isinstance(node.func, ast.Attribute):  # the chain itself was checked as the call
-                visit(chain_head(node.func))
-            else:
-                visit(node.func)
-            for argument in [*node.args, *(kw.value for kw in node.keywords)]:
-                visit(argument)
-            return
-        elif isinstance(node, ast.Attribute):
-            if isinstance(node.ctx, ast.Load):
-                found = target_of(node)
-                if found:
-                    uses.append(Use(unit.path, node.lineno, "attr", found[0], found[1], found[2]))
-                elif (typed_attr := typed_of(node)) is not None:
-                    uses.append(Use(unit.path, node.lineno, "method", typed_attr[0], typed_attr[1], typed_attr[3],
-                                    chain=typed_attr[2]))
-            visit(chain_head(node))
-            return
-        if isinstance(node, (ast.For, ast.AsyncFor)):
+                bind(target, steps_of(node.value) if len(targets) == 1 and isinstance(node, ast.Assign) else None)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
             visit(node.iter)
-            forget(node.target)
+            bind(node.target)
             for child in [*node.body, *node.orelse]:
                 visit(child)
-            return
-        if isinstance(node, (ast.With, ast.AsyncWith)):
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
                 visit(item.context_expr)
                 if item.optional_vars is not None:
-                    forget(item.optional_vars)
+                    bind(item.optional_vars)
             for child in node.body:
                 visit(child)
-            return
-        if isinstance(node, ast.NamedExpr):
-            visit(node.value)
-            forget(node.target)
-            return
-        for child in ast.iter_child_nodes(node):
-            visit(child)
+        else:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bind(ast.Name(node.name))
+            elif isinstance(node, ast.Call) and (steps := steps_of(node.func)):
+                keywords = [keyword.arg for keyword in node.keywords if keyword.arg]
+                uses.append(Use(unit.path, line, steps, ast.unparse(node.func), keywords))
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and (steps := steps_of(node)):
+                uses.append(Use(unit.path, line, steps, ast.unparse(node)))
+            for child in ast.iter_child_nodes(node):
+                visit(child)
 
     for statement in unit.statements:
         visit(statement)
     return uses
 
 
-# ---------------------------------------------------------------- answers
+@dataclass
+class Missing:
+    at: str  # the module or class that lacks the name ("" for a top-level module)
+    name: str
+    names: list[str] = field(default_factory=list)  # what it has, for suggestions
 
-@functools.lru_cache(maxsize=8)
-def _versions(tracked: tuple[str, ...]) -> dict[str, str]:
+
+class Index:
+    """The installed packages as griffe objects, each module parsed on first use."""
+
+    def __init__(self) -> None:
+        self.collection = griffe.ModulesCollection()
+        self.lines = griffe.LinesCollection()
+        self.extensions = griffe.load_extensions()
+        self.modules: dict[str, object] = {}  # dotted name -> griffe.Module, UNKNOWN or None (absent)
+        self.dynamic: set[str] = set()  # modules that make names at run time
+        self.resolving: set[str] = set()
+
+    def _visit(self, name: str, path: Path, parent) -> object:
+        try:
+            code = path.read_text(encoding="utf-8-sig")
+            with warnings.catch_warnings():  # the packages' own invalid escapes
+                warnings.simplefilter("ignore")
+                module = griffe.visit(name.rpartition(".")[2], path, code, extensions=self.extensions, parent=parent,
+                                      lines_collection=self.lines, modules_collection=self.collection)
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+            return UNKNOWN
+        if "globals()" in code or "__getattr__" in module.members:
+            self.dynamic.add(name)
+        if parent is None:
+            self.collection.set_member(name, module)
+        else:
+            parent.set_member(module.name, module)
+        return module
+
+    def module(self, name: str) -> object:
+        if name in self.modules:
+            return self.modules[name]
+        parent_name, _, last = name.rpartition(".")
+        found: object = None
+        if not parent_name:
+            spec = importlib.machinery.PathFinder.find_spec(name)
+            if spec is not None and spec.origin and spec.origin.endswith(".py"):
+                found = self._visit(name, Path(spec.origin), None)
+            elif spec is not None and spec.origin in (None, "namespace") and spec.submodule_search_locations:
+                found = griffe.Module(name, filepath=[Path(p) for p in spec.submodule_search_locations],
+                                      lines_collection=self.lines, modules_collection=self.collection)
+                self.collection.set_member(name, found)
+            elif spec is not None:
+                found = UNKNOWN
+        else:
+            parent = self.module(parent_name)
+            if parent is UNKNOWN:
+                found = UNKNOWN
+            elif isinstance(parent, griffe.Module) and _folders(parent):
+                for folder, path in ((f, p) for f in _folders(parent) for p in (
+                        f / last / "__init__.py", f / last / "__init__.pyi", f / f"{last}.py", f / f"{last}.pyi")):
+                    if path.is_file():
+                        found = self._visit(name, path, parent)
+                        break
+                else:
+                    if any((f / last).is_dir() or any(f.glob(f"{last}.*.so")) for f in _folders(parent)):
+                        found = UNKNOWN
+        self.modules[name] = found
+        return found
+
+    def resolve(self, path: str) -> object:
+        """The object at a dotted *path*, a :class:`Missing`, or UNKNOWN."""
+        if path in self.resolving:  # an alias cycle
+            return UNKNOWN
+        self.resolving.add(path)
+        try:
+            parts = path.split(".")
+            obj = self.module(parts[0])
+            if obj is None:
+                return Missing("", parts[0])
+            for part in parts[1:]:
+                if not isinstance(obj, griffe.Object):
+                    return obj
+                obj = self.member(obj, part)
+            return obj
+        finally:
+            self.resolving.discard(path)
+
+    def target(self, obj: object) -> object:
+        while isinstance(obj, griffe.Alias):
+            obj = self.resolve(obj.target_path)
+        return obj
+
+    def member(self, obj: object, name: str) -> object:
+        obj = self.target(obj)
+        if not isinstance(obj, griffe.Object):
+            return obj
+        if obj.is_module:
+            sub = self.module(f"{obj.path}.{name}")
+            if sub is not None:
+                return sub
+            if name in obj.members or name in obj.overloads:
+                return self._own(obj, name)
+            for wildcard in [m.wildcard for m in obj.members.values() if m.is_alias and m.wildcard]:
+                found = self.member(self.resolve(wildcard), name)
+                if not isinstance(found, Missing):
+                    return found
+            if obj.path in self.dynamic:
+                return UNKNOWN
+            return Missing(obj.path, name, list(obj.members))
+        if not obj.is_class:
+            return UNKNOWN
+        if name in obj.members or name in obj.overloads:
+            return self._own(obj, name)
+        names = list(obj.members)
+        if "__getattr__" in obj.members or "__getattribute__" in obj.members:
+            return UNKNOWN
+        for base in obj.bases:
+            base_path = getattr(base, "canonical_path", str(base))
+            if base_path in ("object", "typing.Generic", "abc.ABC"):
+                continue
+            found = self.member(self.resolve(base_path), name)
+            if isinstance(found, Missing):
+                names += found.names
+            else:
+                return found
+        return Missing(obj.path, name, names)
+
+    def _own(self, obj: griffe.Object, name: str) -> object:
+        # A stub may define a name only through @overload: griffe keeps those apart.
+        return self.target(obj.members[name]) if name in obj.members else obj.overloads[name][0]
+
+    def parameters(self, obj: object) -> list[griffe.Parameter] | None:
+        """The parameters of a function or class; None when unknown."""
+        obj = self.target(obj)
+        if isinstance(obj, griffe.Function):
+            owner = obj.parent.overloads.get(obj.name, []) if obj.parent is not None else []
+            functions = [obj, *(obj.overloads or []), *owner]
+            return [p for f in functions for p in f.parameters]
+        if isinstance(obj, griffe.Class):
+            if any("dataclass" in str(d.value) for d in obj.decorators):
+                return None
+            for special in ("__init__", "__new__"):
+                found = self.member(obj, special)
+                if isinstance(found, griffe.Function):
+                    return [p for p in self.parameters(found) or [] if p.name not in ("self", "cls")]
+        return None
+
+    def returned(self, obj: object) -> object:
+        """The class of what calling *obj*, or reading it, gives; UNKNOWN when it cannot tell."""
+        obj = self.target(obj)
+        if isinstance(obj, griffe.Class):
+            return obj
+        annotation = obj.returns if isinstance(obj, griffe.Function) else getattr(obj, "annotation", None)
+        if isinstance(annotation, str) or not hasattr(annotation, "canonical_path"):
+            return UNKNOWN
+        found = self.resolve(annotation.canonical_path)
+        return found if isinstance(found, griffe.Class) else UNKNOWN
+
+
+def _folders(module: griffe.Module) -> list[Path]:
+    if isinstance(module.filepath, list):  # a namespace package
+        return module.filepath
+    return [module.filepath.parent] if module.filepath.stem == "__init__" else []
+
+
+def _versions() -> dict[str, str]:
     versions = {}
-    for name in tracked:
+    for name in TRACKED:
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -220,214 +290,87 @@ def _versions(tracked: tuple[str, ...]) -> dict[str, str]:
     return versions
 
 
-@functools.lru_cache(maxsize=8)
-def _cache_file(tracked: tuple[str, ...]) -> Path | None:
-    folder = os.environ.get("DOCCHECK_CACHE_DIR")
-    if folder == "":
-        return None
-    if folder is None:
-        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        folder = str(Path(base) / "xnnguide-doccheck")
-    stamps = {}
-    for name in tracked:  # a reinstall of the same version changes the files' times
-        try:
-            spec = importlib.machinery.PathFinder.find_spec(name, sys.path)
-            stamps[name] = os.stat(spec.origin).st_mtime_ns if spec and spec.origin else 0
-        except (ImportError, OSError, ValueError):
-            stamps[name] = 0
-    key = json.dumps([CACHE_VERSION, sys.version, sys.prefix, _versions(tracked), stamps], sort_keys=True)
-    return Path(folder) / f"api-{hashlib.sha256(key.encode()).hexdigest()[:20]}.json"
-
-
-class Resolver:
-    """Static answers first, then the import probe; everything cached."""
-
-    def __init__(self, tracked: tuple[str, ...] = TRACKED, use_cache: bool = True):
-        self.tracked = tracked
-        self.static = StaticIndex()
-        self.cache_path = _cache_file(tracked) if use_cache else None
-        self.cache: dict[str, dict] = {}
-        self.versions = dict(_versions(tracked))
-        self.probed = 0
-        if self.cache_path is not None:
-            try:
-                self.cache = json.loads(self.cache_path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                self.cache = {}
-        self._dirty = False
-
-    # A query is (kind, path): kind "m" (module), "a" (attribute path), "p" (parameters).
-    def answers(self, queries: set[tuple[str, str]]) -> dict[tuple[str, str], dict]:
-        result: dict[tuple[str, str], dict] = {}
-        to_probe: list[tuple[str, str]] = []
-        for kind, path in sorted(queries):
-            key = f"{kind}:{path}"
-            if key in self.cache:
-                result[(kind, path)] = self.cache[key]
-                continue
-            answer = self._static(kind, path)
-            # Only when the source cannot decide is the package imported.
-            if kind == "i":
-                result[(kind, path)] = answer
-            elif answer is None or (kind == "p" and answer.get("params") is None
-                                  and answer.get("kind") in ("function", "class")):
-                to_probe.append((kind, path))
-            else:
-                result[(kind, path)] = answer
-        if to_probe:
-            probed = self._probe(to_probe)
-            for query, answer in zip(to_probe, probed):
-                result[query] = answer
-        for query, answer in result.items():
-            key = f"{query[0]}:{query[1]}"
-            if self.cache.get(key) != answer:
-                self.cache[key] = answer
-                self._dirty = True
-        self._save()
-        return result
-
-    def _instance(self, path: str) -> dict:
-        """An attribute (and its parameters) of what a tracked call returns; never probed."""
-        callable_path, _, chain = path.partition("|")
-        module, _, attributes = callable_path.partition(":")
-        owner = self.static.instance_type(self.static.resolve_in(module, attributes))
-        names = chain.split(".")
-        for index, name in enumerate(names):
-            if owner is None:
-                return {"status": UNKNOWN}
-            found = self.static.instance_attribute(owner, name)
-            kind_name = f"{owner[2].name}.{owner[1].name}"
-            if found.status == MISSING:
-                return {"status": MISSING, "missing_at": kind_name, "missing_name": name, "names": found.names}
-            if found.status != FOUND:
-                return {"status": UNKNOWN}
-            if index == len(names) - 1:
-                params = self.static.parameters(found) if found.kind == "function" else None
-                return {"status": FOUND, "kind": found.kind, "type": kind_name,
-                        "params": None if params is None else [list(p) for p in params.names]}
-            owner = self.static.instance_type(found, owner)
-        return {"status": UNKNOWN}
-
-    def _static(self, kind: str, path: str) -> dict | None:
-        if kind == "i":
-            try:
-                return self._instance(path)
-            except RecursionError:
-                return {"status": UNKNOWN}
-        try:
-            if kind == "m":
-                exists = self.static.module_exists(path)
-                if exists is None:
-                    return None
-                return {"status": FOUND, "kind": "module"} if exists else {
-                    "status": MISSING, "missing_at": path.rpartition(".")[0], "missing_name": path}
-            module, _, attributes = path.partition(":")
-            answer = self.static.resolve_in(module, attributes)
-            if answer.status == UNKNOWN:
-                return None
-            if answer.status == MISSING:
-                return {"status": MISSING, "missing_at": answer.missing_at, "missing_name": answer.missing_name,
-                        "names": answer.names}
-            if kind == "a":
-                return {"status": FOUND, "kind": answer.kind}
-            params = self.static.parameters(answer)
-            if answer.kind in ("module", "value") and params is None:
-                return {"status": FOUND, "kind": answer.kind, "params": None}
-            return {"status": FOUND, "kind": answer.kind, "params": None if params is None else
-                    [list(p) for p in params.names]}
-        except RecursionError:
-            return None
-
-    def _probe(self, queries: list[tuple[str, str]]) -> list[dict]:
-        self.probed += len(queries)
-        payload = json.dumps([{"path": path, "module": kind == "m", "params": kind == "p"} for kind, path in queries])
-        env = dict(os.environ)
-        # The probe must import this very checker, whatever the working folder.
-        package_root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
-        try:
-            done = subprocess.run([sys.executable, "-m", "xnnguide.doccheck.apiprobe"], input=payload, env=env,
-                                  capture_output=True, text=True, timeout=600)
-            answers = json.loads(done.stdout)
-            if len(answers) == len(queries):
-                return answers
-            raise ValueError("wrong number of answers")
-        except (OSError, subprocess.SubprocessError, ValueError) as error:
-            return [{"status": UNKNOWN, "error": f"probe failed: {error}"} for _ in queries]
-
-    def _save(self) -> None:
-        if not self._dirty or self.cache_path is None:
-            return
-        try:
-            self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-            try:  # keep what a concurrent run added
-                merged = json.loads(self.cache_path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                merged = {}
-            merged.update(self.cache)
-            tmp = self.cache_path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(merged, sort_keys=True), encoding="utf-8")
-            os.replace(tmp, self.cache_path)
-        except OSError:
-            pass
-        self._dirty = False
-
-
-def _installed(target: str, versions: dict[str, str]) -> str:
-    top = target.split(".")[0]
-    return f"installed {top} {versions.get(top, '?')}"
-
-
 def _suggest(name: str, names: list[str]) -> str:
-    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    close = difflib.get_close_matches(name, sorted(set(names)), n=3, cutoff=0.6)
     return f" (did you mean {', '.join(close)}?)" if close else ""
 
 
-def check(units: list[Unit], resolver: Resolver) -> list[Finding]:
-    uses = [use for unit in units for use in collect(unit, resolver.tracked)]
-    answers = resolver.answers({use.query for use in uses})
-    findings, reported = [], set()
-    for use in uses:
-        answer = answers.get(use.query) or {}
-        if answer.get("status") == MISSING:
-            key = (use.path, answer.get("missing_at"), answer.get("missing_name"))
-            if key in reported:
-                continue
-            reported.add(key)
-            findings.append(_missing(use, answer, resolver.versions))
-        elif answer.get("status") == FOUND and use.keywords and answer.get("params") is not None:
-            params = Params([tuple(p) for p in answer["params"]])
-            if params.accepts_any_keyword:
-                continue
-            valid = set(params.keywords())
-            subject = f"{answer['type']}.{use.chain[-1]}" if use.chain and answer.get("type") else use.target
-            for keyword in use.keywords:
-                if keyword not in valid:
-                    findings.append(Finding(
-                        use.path, use.line, RULE,
-                        f"{use.written}({keyword}=...): {subject} has no parameter '{keyword}' "
-                        f"({_installed(use.target, resolver.versions)}; it takes: {params.describe() or 'nothing'})",
-                        f"use a parameter it has{_suggest(keyword, sorted(valid))}, or update the code "
-                        "to the installed API"))
+@functools.lru_cache(maxsize=1)
+def shared_index() -> Index:
+    """One index per process: the installed packages do not change under it."""
+    return Index()
+
+
+def lookup(index: Index, steps: tuple[str, ...]) -> object:
+    obj = index.resolve(steps[0])
+    for step in steps[1:]:
+        if not isinstance(obj, griffe.Object):
+            break
+        obj = index.returned(obj) if step == "()" else index.member(obj, step)
+    return obj
+
+
+def _cache_file() -> Path:
+    """Answers hold as long as the environment, the tracked packages' versions and this file do."""
+    source = Path(__file__).read_text(encoding="utf-8")
+    key = json.dumps([sys.prefix, _versions(), metadata.version("griffe"), source])
+    folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "xnnguide-doccheck"
+    return folder / f"api-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+
+
+def _answer(use: Use, versions: dict[str, str]) -> list[list[str]]:
+    """What is wrong with *use*, as [key to report once per file ("" for always), message, fix] triples."""
+    index, top = shared_index(), use.steps[0].split(".")[0]
+    found, installed = lookup(index, use.steps), f"installed {top} {versions.get(top, '?')}"
+    if isinstance(found, Missing):
+        return [[f"{found.at}:{found.name}", *_missing(use, found, installed, versions.get(top) == "not installed")]]
+    if not use.keywords or not isinstance(found, griffe.Object):
+        return []
+    params = index.parameters(found)
+    if params is None or any(p.kind is griffe.ParameterKind.var_keyword for p in params):
+        return []
+    valid = {p.name for p in params if p.kind is not griffe.ParameterKind.positional_only}
+    return [["", f"{use.written}({keyword}=...): {found.path} has no parameter '{keyword}' "
+             f"({installed}; it takes: {', '.join(dict.fromkeys(p.name for p in params)) or 'nothing'})",
+             f"use a parameter it has{_suggest(keyword, sorted(valid))}, or update the code to the installed API"]
+            for keyword in use.keywords if keyword not in valid]
+
+
+def check(units: list[Unit]) -> list[Finding]:
+    versions, path = _versions(), _cache_file()
+    try:
+        cache = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        cache = {}
+    size, findings, reported = len(cache), [], set()
+    for use in (use for unit in units for use in collect(unit)):
+        key = json.dumps([use.steps, use.written, use.keywords, use.module])
+        if key not in cache:
+            cache[key] = _answer(use, versions)
+        for once, message, fix in cache[key]:
+            if not once or (use.path, once) not in reported:
+                reported.add((use.path, once))
+                findings.append(Finding(use.path, use.line, RULE, message, fix))
+    if len(cache) > size:
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}")
+            tmp.write_text(json.dumps(cache), encoding="utf-8")
+            os.replace(tmp, path)
     return findings
 
 
-def _missing(use: Use, answer: dict, versions: dict[str, str]) -> Finding:
-    where, name = answer.get("missing_at") or "", answer.get("missing_name") or use.target
-    installed = _installed(use.target, versions)
-    if use.kind == "method":
-        returned = f"{use.target}(...)" + "".join(f".{part}(...)" for part in use.chain[:-1])
-        return Finding(use.path, use.line, RULE,
-                       f"{use.written}: {where} (what {returned} returns) has no attribute '{name}' ({installed})",
-                       f"use the name the installed class has{_suggest(name, answer.get('names') or [])}, "
-                       "or update the code to the installed API")
-    if use.kind == "module" or not where:
-        what = f"{use.written}: there is no module {name} in the {installed}"
-        if versions.get(use.target.split(".")[0]) == "not installed":
-            what = f"{use.written}: {use.target.split('.')[0]} is not installed"
-        return Finding(use.path, use.line, RULE, what, "import it from where the installed package defines it "
-                       "(search its sources), or drop the import")
-    return Finding(use.path, use.line, RULE,
-                   f"{use.written}: {where} has no attribute '{name}' ({installed})",
-                   f"use the name the installed package has{_suggest(name, answer.get('names') or [])}, "
-                   "or update the code to the installed API")
+def _missing(use: Use, missing: Missing, installed: str, absent: bool) -> tuple[str, str]:
+    if use.module or not missing.at:
+        top = use.steps[0].split(".")[0]
+        return (f"{use.written}: {top} is not installed" if absent else
+                f"{use.written}: there is no module {use.steps[0]} in the {installed}",
+                "import it from where the installed package defines it (search its sources), or drop the import")
+    where = missing.at
+    if "()" in use.steps:
+        last = len(use.steps) - use.steps[::-1].index("()")
+        call = ".".join(use.steps[:last]).replace(".()", "(...)")
+        where += f" (what {call} returns)"
+    return (f"{use.written}: {where} has no attribute '{missing.name}' ({installed})",
+            f"use the name the installed package has{_suggest(missing.name, missing.names)}, "
+            "or update the code to the installed API")

@@ -1,38 +1,35 @@
-"""Run the rules over a tree and collect findings, fates and the execution ledger."""
+"""Find the files, apply the rules, and keep the execution ledger: what became of every code block."""
 
 from __future__ import annotations
 
 import ast
 import json
+import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xnnguide.doccheck import api, duplicates, includes, links, pycode, transforms
-from xnnguide.doccheck.model import CodeBlock, Document, Finding, InputError
-from xnnguide.doccheck.project import Project, discover, display
+from xnnguide import regions
+from xnnguide.doccheck import api, duplicates, pages, pycode, transforms
+from xnnguide.doccheck.pages import CodeBlock, Document, Finding, InputError, display
 
-#: Rule names, by the number the issue gives them.
+#: Rule names, by the number issue 15 gives them.
 RULES = {
-    1: ("fate", "syntax", "run"),
-    2: ("transform-passes",),
-    3: ("api",),
-    4: ("duplicate",),
-    5: ("includes",),
+    1: ("transform-passes",),
+    2: ("fate", "regions"),  # copies of recipe regions are identical; every region is shown
+    3: ("duplicate",),
+    4: ("api",),
+    5: ("fate", "syntax", "run"),
     6: ("ledger", "recipe", "run"),
-    7: ("links", "toctree"),
 }
 ALL_RULES = frozenset(name for names in RULES.values() for name in names) | {"parse"}
 STATIC_RULES = ALL_RULES - {"ledger", "recipe", "run"}
-
-FATES = {
-    "included": "included from a recipe region",
-    "copy": "verified copy of a recipe region",
-    "doctest": "doctest",
-    "executed": "executed",
-    "not-run": "marked not-run",
-    "other": "not Python",
-}
+FATES = {"included": "included from a recipe region", "copy": "verified copy of a recipe region",
+         "doctest": "doctest", "executed": "executed", "not-run": "marked not-run", "other": "not Python"}
+SKIP_DIRS = frozenset({"_build", "node_modules", "__pycache__", "site-packages"})
+GALLERY_ONLY = re.compile(r"^\s*# \[gallery-only ((?:[A-Za-z0-9_-]+\s*)+)\]\s*$")
+_PYTHONISH = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.With, ast.For)
 
 
 @dataclass
@@ -40,15 +37,23 @@ class Options:
     paths: list[Path]
     root: Path = field(default_factory=Path.cwd)
     conf: Path | None = None
-    source_dirs: list[Path] | None = None
-    exclude: list[str] | None = None
     rules: frozenset[str] = STATIC_RULES
-    run: bool = False  # execute doctest / executed blocks
+    run: bool = False  # execute doctest and page-order blocks
     build: bool = False  # read the last build's ledger and run records
     gallery: Path | None = None
-    junit: Path | None = None
-    use_cache: bool = True
-    tracked: tuple[str, ...] = api.TRACKED
+
+
+@dataclass
+class Project:
+    """The files to check, and what ``conf.py`` says about them."""
+
+    root: Path
+    doc_files: list[Path]
+    python_files: list[Path]
+    source_dirs: list[Path]
+    recipes: list[Path]
+    gallery: Path | None
+    myst_extensions: tuple[str, ...]
 
 
 @dataclass
@@ -56,8 +61,7 @@ class Report:
     project: Project
     findings: list[Finding]
     ledger: list[dict]
-    seconds: dict[str, float]
-    probed: int = 0
+    seconds: float
     exemptions: list[tuple[str, int, str]] = field(default_factory=list)  # lowerings without passes, on purpose
 
     @property
@@ -65,36 +69,92 @@ class Report:
         return [entry for entry in self.ledger if entry["fate"] == "not-run"]
 
     def counts(self) -> dict[str, int]:
-        counts = {fate: 0 for fate in FATES}
-        counts["none"] = 0
+        counts = dict.fromkeys([*FATES, "none"], 0)
         for entry in self.ledger:
-            counts[entry["fate"] or "none"] = counts.get(entry["fate"] or "none", 0) + 1
+            counts[entry["fate"] or "none"] += 1
         return counts
 
 
-def read_documents(project: Project) -> list[Document]:
-    from xnnguide.doccheck import markdown, rst
+# ---------------------------------------------------------------- the files
 
+def read_conf(path: Path) -> dict:
+    """What a ``conf.py`` defines, read the way Sphinx reads it; nothing when it cannot run here."""
+    from sphinx.config import eval_config_file
+    from sphinx.util.tags import Tags
+
+    try:
+        return eval_config_file(path.resolve(), Tags())
+    except Exception:  # noqa: BLE001 (a conf.py that needs what this environment lacks)
+        return {}
+
+
+def _as_list(value) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else [] if value is None else [value]
+
+
+def discover(options: Options) -> Project:
+    """Every file below the paths. A Sphinx source is a folder given with an ``index.md``/``.rst``, or a child
+    folder holding one and a ``conf.py``; its conf.py (there or above) names the recipes and their gallery.
+    Files that ``exclude_patterns`` name are read too: they are fragments that pages include."""
+    for path in options.paths:
+        if not path.exists():
+            raise InputError(f"{path}: no such file or folder")
+
+    def is_source(folder: Path) -> bool:
+        return (folder / "index.md").is_file() or (folder / "index.rst").is_file()
+
+    sources = []
+    for path in (path for path in options.paths if path.is_dir()):
+        children = [conf.parent for conf in sorted(path.glob("*/conf.py")) if is_source(conf.parent)]
+        sources += [path] if is_source(path) else children
+    skipped, recipes, gallery, extensions = set(), [], None, {"colon_fence", "deflist"}
+    for source in sources:
+        conf_file = options.conf or next((folder / "conf.py" for folder in (source, *source.resolve().parents)
+                                          if (folder / "conf.py").is_file()), None)
+        conf = read_conf(conf_file) if conf_file else {}
+        extensions.update(str(e) for e in _as_list(conf.get("myst_enable_extensions")))
+        gallery_conf = conf.get("sphinx_gallery_conf") or {}
+        outputs = [source / str(d) for d in _as_list(gallery_conf.get("gallery_dirs", "auto_examples"))]
+        if "sphinx_gallery_conf" in conf:
+            skipped.update(output.resolve() for output in outputs)
+            skipped.add((source / "sg_execution_times.rst").resolve())
+            gallery = gallery or outputs[0]
+            pattern = re.compile(str(gallery_conf.get("filename_pattern", "/plot")))
+            ignore = re.compile(str(gallery_conf.get("ignore_pattern", r"__init__\.py")))
+            for examples in _as_list(gallery_conf.get("examples_dirs", "examples")):
+                recipes += [script for script in sorted((source / str(examples)).resolve().rglob("*.py"))
+                            if pattern.search(str(script)) and not ignore.search(str(script))]
+    files = []
+    for path in options.paths:
+        if path.is_file():
+            if path.suffix not in (".md", ".rst", ".py"):
+                raise InputError(f"{path}: not a Markdown, reStructuredText or Python file")
+            files.append(path)
+            continue
+        for folder, dirnames, filenames in os.walk(path):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS and
+                                 (Path(folder) / d).resolve() not in skipped and
+                                 not (Path(folder) / d / "pyvenv.cfg").exists())
+            files += [Path(folder) / name for name in sorted(filenames)
+                      if Path(name).suffix in (".md", ".rst", ".py") and (Path(folder) / name).resolve() not in skipped]
+    files = list({file.resolve(): file for file in files}.values())
+    return Project(options.root, [f for f in files if f.suffix != ".py"], [f for f in files if f.suffix == ".py"],
+                   sources, recipes, options.gallery or gallery, tuple(sorted(extensions)))
+
+
+def read_documents(project: Project) -> list[Document]:
     documents = []
     for path in project.doc_files:
         try:
-            text = path.read_text(encoding="utf-8")
+            documents.append(pages.read(path, path.read_text(encoding="utf-8"), project.myst_extensions))
         except UnicodeDecodeError as error:
             raise InputError(f"{display(path)}: not UTF-8 text ({error.reason} at byte {error.start})") from None
         except OSError as error:
             raise InputError(f"{display(path)}: cannot read ({error.strerror})") from None
-        if path.suffix == ".rst":
-            document = rst.read(path, text)
-        else:
-            document = markdown.read(path, text, project.myst_extensions)
-        document.lines = text.splitlines()
-        project.documents[path.resolve()] = document
-        documents.append(document)
     return documents
 
 
-_PYTHONISH = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.With, ast.For)
-
+# ---------------------------------------------------------------- rule 5: fates, rule 2: copies
 
 def looks_like_python(text: str) -> bool:
     """Whether an unlabelled block is evidently Python (imports, definitions, x = f(...))."""
@@ -104,49 +164,81 @@ def looks_like_python(text: str) -> bool:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
         return False
-    for node in ast.walk(tree):
-        if isinstance(node, _PYTHONISH):
-            return True
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            return True
-    return False
+    return any(isinstance(node, _PYTHONISH) or (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call))
+               for node in ast.walk(tree))
 
 
-def assign_fates(document: Document, project: Project) -> list[Finding]:
-    """Rule 1: give each block its fate; what has none is a finding."""
-    shown = display(document.path)
-    findings = []
+def include_target(document: Document, block: CodeBlock, project: Project) -> Path:
+    """Where a literalinclude points: relative to the page, ``/x`` from the source folder."""
+    target = (block.include.split() or [""])[0]
+    if target.startswith("/"):
+        base = next((s for s in project.source_dirs if document.path.resolve().is_relative_to(s.resolve())),
+                    project.root)
+        return base / target.lstrip("/")
+    return document.path.parent / target
+
+
+def copy_source(document: Document, block: CodeBlock, project: Project) -> Path:
+    near = document.path.parent / block.marker.source
+    return near if near.is_file() else project.root / block.marker.source
+
+
+def assign_fates(document: Document, project: Project, used: dict[Path, set[str]]) -> list[Finding]:
+    """Give each block its fate (what has none is a finding); note which recipe regions pages show."""
+    shown, findings = display(document.path), []
+
+    def no_fate(line: int, message: str, fix: str) -> None:
+        findings.append(Finding(shown, line, "fate", message, fix))
+
     for block in document.blocks:
         marker = block.marker
         if marker is not None and marker.kind == "invalid":
-            findings.append(Finding(shown, marker.line, "fate", f"'{marker.raw}' is not a marker doccheck knows",
-                                    "write 'snippet: PATH REGION...' or 'doccheck: not-run reason=...'"))
+            no_fate(marker.line, f"'{marker.raw}' is not a marker doccheck knows",
+                    "write 'snippet: PATH REGION...' or 'doccheck: not-run reason=...'")
             marker = None
-        if not block.is_python:
-            if marker is not None and marker.kind == "not-run":
-                block.fate, block.detail = "not-run", marker.reason or "no reason given"
-                if not marker.reason:
-                    findings.append(_no_reason(shown, marker.line))
-                continue
-            block.fate, block.detail = "other", f"language {block.language or 'none'}"
-            if block.language == "" and block.kind in ("fence", "indented", "code-block", "literal") and looks_like_python(
-                    block.text):
-                block.fate, block.detail = "", "unlabelled Python"
-                findings.append(Finding(shown, block.line, "fate",
-                                        "this block has no language but holds Python, so it is neither run nor checked",
-                                        "label it python (then it runs), or give it its real language"))
-            continue
         if marker is not None and marker.kind == "not-run":
-            block.fate, block.detail = "not-run", marker.reason
+            block.fate, block.detail = ("not-run", marker.reason) if marker.reason else (
+                "" if block.is_python else "not-run", "not-run without a reason")
             if not marker.reason:
-                block.fate, block.detail = "", "not-run without a reason"
-                findings.append(_no_reason(shown, marker.line))
+                no_fate(marker.line, "a not-run marker without a reason",
+                        "say why the block must not run: doccheck: not-run reason=\"...\"")
+        elif not block.is_python:
+            block.fate, block.detail = "other", f"language {block.language or 'none'}"
+            if block.language == "" and block.kind != "literalinclude" and looks_like_python(block.text):
+                block.fate, block.detail = "", "unlabelled Python"
+                no_fate(block.line, "this block has no language but holds Python, so it is neither run nor checked",
+                        "label it python (then it runs), or give it its real language")
         elif block.kind == "literalinclude":
-            block.fate = "included"
-            block.detail = _include_detail(document, block, project)
+            target = include_target(document, block, project)
+            names = [m.group(2) for option in ("start-after", "start-at")
+                     if (m := regions.MARKER.match(block.options.get(option, "")))]
+            block.fate, block.detail = "included", display(target) + (f" region {' '.join(names)}" if names else "")
+            used.setdefault(target.resolve(), set()).update(names)
+            if not target.is_file():
+                block.fate = ""
+                no_fate(block.line, f"literalinclude target {block.include} does not exist",
+                        f"fix the path (relative to {shown}'s folder; /path is relative to the source folder)")
         elif marker is not None and marker.kind == "snippet":
-            block.fate = "copy"
-            block.detail = f"{marker.source} regions {' '.join(marker.regions)}"
+            source = copy_source(document, block, project)
+            block.fate, block.detail = "copy", f"{marker.source} regions {' '.join(marker.regions)}"
+            used.setdefault(source.resolve(), set()).update(marker.regions)
+            copied = regions.CopiedBlock(document.path, marker.line, source, marker.regions, 0, 0, block.text)
+            try:
+                want = regions.expected_text(copied).splitlines()
+            except (regions.RegionError, OSError) as error:
+                block.fate = ""
+                no_fate(marker.line, str(error).split(": ", 1)[-1], "name an existing recipe and its regions")
+                continue
+            have = block.text.splitlines()
+            if want != have:
+                index = next((i for i, (a, b) in enumerate(zip(want, have)) if a != b), min(len(want), len(have)))
+                block.fate = ""
+                no_fate(block.text_line + index,
+                        f"the block is no longer a copy of {marker.source} (regions {' '.join(marker.regions)}): "
+                        f"expected {(want + ['(end of the regions)'])[index]!r}, "
+                        f"found {(have + ['(end of the block)'])[index]!r}",
+                        f"rewrite it from the recipe: python -m xnnguide.regions --fix {shown}"
+                        if document.syntax == "markdown" else "copy the regions into the block again")
         elif block.is_doctest:
             block.fate, block.detail = "doctest", "runs as a doctest"
         else:
@@ -154,231 +246,79 @@ def assign_fates(document: Document, project: Project) -> list[Finding]:
     return findings
 
 
-def _no_reason(shown: str, line: int) -> Finding:
-    return Finding(shown, line, "fate", "a not-run marker without a reason",
-                   "say why the block must not run: doccheck: not-run reason=\"...\"")
+def check_regions(path: Path, used: set[str]) -> list[Finding]:
+    """Every region of a recipe is shown by a page or the README, or declared ``# [gallery-only name]``."""
+    shown = display(path)
+    try:
+        found = regions.read_regions(path)
+    except regions.RegionError as error:
+        where, _, message = str(error).partition(": ")
+        return [Finding(shown, int(where.rsplit(":", 1)[-1]), "regions", message,
+                        "pair every '# [start name]' with one '# [end name]', names unique per file")]
+    except (OSError, UnicodeDecodeError):
+        return []
+    declared = {name: number for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+                if (match := GALLERY_ONLY.match(text)) for name in match.group(1).split()}
+    findings = []
+    for name, region in sorted(found.items(), key=lambda item: item[1].start_line):
+        if name not in used and name not in declared:
+            findings.append(Finding(shown, region.start_line, "regions", f"region {name!r} is not shown by any page "
+                                    "or the README", f"literalinclude it from a page, or declare it with a line "
+                                    f"'# [gallery-only {name}]' if only the gallery shows it"))
+        elif name in used and name in declared:
+            findings.append(Finding(shown, declared[name], "regions", f"region {name!r} is declared gallery-only "
+                                    "but a page shows it", "delete the gallery-only declaration"))
+    findings += [Finding(shown, line, "regions", f"'# [gallery-only {name}]' names no region of this file",
+                         "name an existing region, or delete the declaration")
+                 for name, line in declared.items() if name not in found]
+    return findings
 
 
-def _include_detail(document: Document, block: CodeBlock, project: Project) -> str:
-    directive = block.include
-    names = []
-    for option in ("start-after", "start-at"):
-        parsed = includes._marker_region(directive.options.get(option, ""))
-        if parsed:
-            names.append(parsed[1])
-    where = directive.argument.split()[0] if directive.argument else "?"
-    if directive.argument:
-        where = display(includes.resolve_target(document, where, project))
-    return where + (f" region {' '.join(names)}" if names else "")
+# ---------------------------------------------------------------- rule 6: the ledger
+
+def recipe_status(source: Path, project: Project) -> tuple[bool, str]:
+    """Whether the recipe a block shows passed its last run in its current form."""
+    from xnnguide.sphinxext import dependency_key, load_run_record
+
+    if source.resolve() not in {recipe.resolve() for recipe in project.recipes}:
+        return False, f"{display(source)} is not a recipe the build runs"
+    if project.gallery is None:
+        return False, "no gallery folder to read run records from"
+    record = load_run_record(project.gallery, source.stem)
+    if record is None:
+        return False, f"recipe {source.name} never ran (no run record)"
+    if record.get("status") != "passed":
+        return False, f"recipe {source.name} did not pass its last run ({record.get('status')})"
+    if record.get("dependency_key") != dependency_key(source):
+        return False, f"recipe {source.name} changed since its last run"
+    return True, f"recipe unchanged since its passing run of {record.get('finished', '?')[:10]}"
 
 
-# ------------------------------------------------------------------ records
-
-class Records:
-    """What the last build's run records say about each recipe."""
-
-    def __init__(self, project: Project, gallery: Path | None):
-        self.project = project
-        self.gallery = gallery
-        self.executions: set[str] = set()
-        if gallery is not None:
-            log = gallery / "_records" / "executions.log"
-            if log.is_file():
-                self.executions = {line.split("\t")[0] for line in log.read_text(encoding="utf-8").splitlines() if line}
-
-    def status(self, source: Path) -> tuple[bool, str]:
-        recipes = {recipe.resolve() for recipe in self.project.recipes}
-        if source.resolve() not in recipes:
-            return self._helper_status(source, recipes)
-        if self.gallery is None:
-            return False, "no gallery folder to read run records from"
-        from xnnguide.sphinxext import dependency_key, load_run_record
-
-        record = load_run_record(self.gallery, source.stem)
-        if record is None:
-            return False, f"recipe {source.name} never ran (no run record)"
-        if record.get("status") != "passed":
-            return False, f"recipe {source.name} did not pass its last run ({record.get('status')})"
-        if record.get("dependency_key") != dependency_key(source):
-            return False, f"recipe {source.name} changed since its last run"
-        if source.stem in self.executions:
-            return True, f"recipe ran in this build ({record.get('seconds', 0):.1f} s)"
-        return True, f"recipe unchanged since its passing run of {record.get('finished', '?')[:10]}"
-
-
-    def _helper_status(self, source: Path, recipes: set[Path]) -> tuple[bool, str]:
-        """A region of a helper module ran if a recipe importing that module passed.
-
-        Pages may show the code of a shared helper (the quantization schemes
-        live in one module that recipes, the CLI and the benchmark all call);
-        that code ran in this build when a recipe that imports it did.
-        """
-        from xnnguide.sphinxext import helper_modules
-
-        users = sorted(recipe for recipe in recipes if source.resolve() in
-                       {path.resolve() for path in helper_modules(recipe)})
-        if not users:
-            return False, f"{display(source)} is not a recipe the build runs, nor a helper a recipe imports"
-        verdicts = [self.status(recipe) for recipe in users]
-        passed = [recipe.name for recipe, (ok, _) in zip(users, verdicts) if ok]
-        if not passed:
-            return False, f"no recipe importing {display(source)} passed: {verdicts[0][1]}"
-        return True, f"helper code run by {', '.join(passed)}"
-
-
-def default_gallery(project: Project) -> Path | None:
-    for source in project.source_dirs:
-        if source.gallery_dirs:
-            return source.gallery_dirs[0]
-    return None
-
-
-def _ledger_entry(document: Document, block: CodeBlock, ok: bool, detail: str) -> dict:
-    return {"path": display(document.path), "line": block.line, "language": block.language or "",
-            "kind": block.kind, "fate": block.fate, "detail": detail, "ok": ok}
-
-
-def check(options: Options) -> Report:
-    timings: dict[str, float] = {}
-    started = time.perf_counter()
-    project = discover(options.paths, options.root, options.conf, options.source_dirs, options.exclude)
-    documents = read_documents(project)
-    timings["read"] = time.perf_counter() - started
-    rules = options.rules
-    findings: list[Finding] = []
-
-    def keep(new: list[Finding]) -> None:
-        findings.extend(f for f in new if f.rule in rules)
-
-    for document in documents:
-        keep(document.problems)
-        keep(assign_fates(document, project))
-
-    # Rule 5 and the identity part of rule 1.
-    t = time.perf_counter()
-    regions = includes.Regions()
-    for document in documents:
-        for directive in document.directives:
-            if directive.name in ("literalinclude", "include"):
-                keep(includes.check_directive(document, directive, project, regions))
-        for block in document.blocks:
-            if block.marker is not None and block.marker.kind == "snippet" and block.fate == "copy":
-                problems = includes.check_copy(document, block, project, regions)
-                if problems:
-                    block.fate, block.detail = "", problems[0].message
-                keep(problems)
-    snippet_files = [p for p in project.python_files]
-    for document in documents:
-        for directive in document.directives:
-            if directive.name == "literalinclude" and directive.argument.endswith(".py"):
-                target = includes.resolve_target(document, directive.argument.split()[0], project)
-                if target.is_file():
-                    snippet_files.append(target)
-    snippet_files = list({p.resolve(): p for p in snippet_files}.values())
-    if documents:
-        keep(includes.check_regions_used(regions, [p for p in snippet_files if regions.get(p) is not None]))
-    else:
-        keep(regions.problems)
-    timings["includes"] = time.perf_counter() - t
-
-    # Rules 2 and 3 on every page's Python and every snippet file.
-    t = time.perf_counter()
-    units = []
-    if rules & {"transform-passes", "api", "syntax"}:
-        for document in documents:
-            unit, problems = pycode.page_unit(display(document.path), document.blocks, document.lines)
-            keep(problems)
-            units.append(unit)
-        for path in snippet_files:
-            unit, problems = pycode.file_unit(path, display(path))
-            keep(problems)
-            units.append(unit)
-    exemptions: list[tuple[str, int, str]] = []
-    if "transform-passes" in rules:
-        for unit in units:
-            keep(transforms.check(unit, exemptions))
-    timings["transform-passes"] = time.perf_counter() - t
-    probed = 0
-    if "api" in rules:
-        t = time.perf_counter()
-        resolver = api.Resolver(options.tracked, options.use_cache)
-        keep(api.check(units, resolver))
-        probed = resolver.probed
-        timings["api"] = time.perf_counter() - t
-
-    if "duplicate" in rules:
-        t = time.perf_counter()
-        keep(duplicates.check(documents))
-        timings["duplicate"] = time.perf_counter() - t
-    if rules & {"links", "toctree"}:
-        t = time.perf_counter()
-        keep(links.check_toctrees(project))
-        keep(links.check_links(project))
-        timings["links"] = time.perf_counter() - t
-
-    # Rule 6: the ledger.
-    gallery = options.gallery or default_gallery(project)
-    records = Records(project, gallery) if (options.run or options.build) else None
-    outcomes = {}
-    if options.run:
-        t = time.perf_counter()
-        from xnnguide.doccheck import execute
-
-        for document in documents:
-            runnable = [b for b in document.blocks if b.fate in ("doctest", "executed")]
-            if runnable:
-                outcomes.update(execute.run_page(display(document.path), document.path, runnable, options.root))
-        for outcome in outcomes.values():
-            if outcome.finding is not None:
-                findings.append(outcome.finding)
-        timings["run"] = time.perf_counter() - t
-    ledger = build_ledger(documents, project, records, outcomes, options.run)
-    if options.run:
-        for entry in ledger:
-            if not entry["ok"] and entry["fate"] in ("included", "copy"):
-                findings.append(Finding(entry["path"], entry["line"], "ledger", entry["detail"],
-                                        "make the block show a region of a recipe that runs and passes "
-                                        "(`make html`), or mark it not-run with a reason"))
-    if options.build and rules & {"ledger", "recipe"}:
-        t = time.perf_counter()
-        findings.extend(f for f in check_build(project, documents, gallery, options) if f.rule in rules)
-        timings["build"] = time.perf_counter() - t
-    timings["total"] = time.perf_counter() - started
-    unique = sorted(set(findings), key=lambda f: (f.path, f.line, f.rule, f.message))
-    return Report(project, unique, ledger, timings, probed, exemptions)
-
-
-def _source_of(document: Document, block: CodeBlock, project: Project) -> Path | None:
-    if block.fate == "included":
-        return includes.resolve_target(document, block.include.argument.split()[0], project)
-    if block.fate == "copy":
-        return includes.snippet_source(document, block.marker.source, project)
-    return None
-
-
-def build_ledger(documents: list[Document], project: Project, records: Records | None, outcomes: dict,
-                 ran: bool) -> list[dict]:
+def build_ledger(documents: list[Document], project: Project, outcomes: dict | None, records: bool) -> list[dict]:
     ledger = []
     for document in documents:
         for block in document.blocks:
-            fate, detail, ok = block.fate, block.detail, bool(block.fate)
-            if fate in ("included", "copy") and records is not None:
-                ok, status = records.status(_source_of(document, block, project))
+            ok, detail = bool(block.fate), block.detail
+            if block.fate in ("included", "copy") and records:
+                source = (include_target(document, block, project) if block.fate == "included"
+                          else copy_source(document, block, project))
+                ok, status = recipe_status(source, project)
                 detail = f"{detail}; {status}"
-            elif fate in ("doctest", "executed"):
-                outcome = outcomes.get(id(block))
+            elif block.fate in ("doctest", "executed"):
+                outcome = (outcomes or {}).get(id(block))
                 if outcome is None:
-                    ok = not ran and records is None
-                    detail = f"{detail}; not run by this check" if not ran else f"{detail}; did not run"
+                    ok = outcomes is None and not records
+                    detail += "; not run by this check" if outcomes is None else "; did not run"
                 elif outcome.status == "passed":
-                    detail = f"{'doctest passed' if fate == 'doctest' else 'ran'} in {outcome.seconds:.2f} s"
+                    detail = f"{'doctest passed' if block.fate == 'doctest' else 'ran'} in {outcome.seconds:.2f} s"
                 elif outcome.status == "not reached":
                     ok, detail = False, "not reached: an earlier block of the page failed"
                 else:
                     ok, detail = False, f"failed at line {outcome.finding.line}: {outcome.finding.message}"
-            elif fate == "not-run":
+            elif block.fate == "not-run":
                 detail = f"not run: {detail}"
-            ledger.append(_ledger_entry(document, block, ok, detail))
+            ledger.append({"path": display(document.path), "line": block.line, "language": block.language,
+                           "kind": block.kind, "fate": block.fate, "detail": detail, "ok": ok})
     return ledger
 
 
@@ -386,30 +326,20 @@ def ledger_path(gallery: Path) -> Path:
     return gallery / "_records" / "ledger.json"
 
 
-def check_build(project: Project, documents: list[Document], gallery: Path | None,
-                options: Options) -> list[Finding]:
-    """Rule 6 against the last build: its ledger, and every recipe's run record."""
-    findings = []
-    if gallery is None:
+def check_build(project: Project, documents: list[Document], options: Options) -> list[Finding]:
+    """Rule 6 against the last build: every recipe's run record, and the ledger the build published."""
+    from xnnguide.results import check_recipes
+
+    if project.gallery is None:
         return [Finding(display(options.root), 1, "ledger", "no sphinx-gallery folder is configured, so there are "
                         "no run records to read", "pass --gallery, or configure sphinx_gallery_conf in conf.py")]
-    from xnnguide.results import check_recipes, junit_failures
-
-    snippets_dirs = sorted({recipe.parent for recipe in project.recipes})
-    seen = set()
-    for folder in snippets_dirs:
-        for problem in check_recipes(folder, gallery, options.root.resolve()):
+    findings, root = [], options.root.resolve()
+    for folder in sorted({recipe.parent for recipe in project.recipes}):
+        for problem in check_recipes(folder, project.gallery, root):
             message, _, fix = problem.message.partition(" — ")
-            key = (str(problem.path), problem.line)
-            seen.add(key)
             findings.append(Finding(str(problem.path), problem.line, "recipe", message,
                                     fix or "fix the recipe, then `make html`"))
-    junit = options.junit or (options.root / "_build" / "gallery-junit.xml")
-    for problem in junit_failures(junit, options.root.resolve()):
-        if (str(problem.path), problem.line) not in seen:
-            findings.append(Finding(str(problem.path), problem.line, "recipe", problem.message.rstrip(),
-                                    "fix the recipe, then `make html`"))
-    path = ledger_path(gallery)
+    path = ledger_path(project.gallery)
     try:
         published = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -417,17 +347,70 @@ def check_build(project: Project, documents: list[Document], gallery: Path | Non
                                    "build the site (`make html`): the execution-ledger directive writes it")]
     entries = {(entry["path"], entry["line"]): entry for entry in published.get("entries", [])}
     for document in documents:
-        shown = display(document.path)
-        for block in document.blocks:
-            if not block.is_python and block.fate == "other":
-                continue
-            entry = entries.get((shown, block.line))
+        for block in (block for block in document.blocks if block.fate != "other"):
+            entry = entries.get((display(document.path), block.line))
             if entry is None:
-                findings.append(Finding(shown, block.line, "ledger",
-                                        "this code block is not in the last build's execution ledger",
-                                        "rebuild (`make html`) so that the build runs or accounts for it"))
+                findings.append(Finding(display(document.path), block.line, "ledger", "this code block is not in "
+                                        "the last build's execution ledger", "rebuild (`make html`)"))
             elif not entry.get("ok"):
-                findings.append(Finding(shown, block.line, "ledger", f"no fate in the last build: {entry['detail']}",
-                                        "make it run and pass, include it from a recipe that passes, or mark it "
-                                        "not-run with a reason"))
+                findings.append(Finding(display(document.path), block.line, "ledger", f"no fate in the last build: "
+                                        f"{entry['detail']}", "make it run and pass, include it from a recipe that "
+                                        "passes, or mark it not-run with a reason"))
     return findings
+
+
+# ---------------------------------------------------------------- all rules
+
+def check(options: Options) -> Report:
+    started = time.perf_counter()
+    project = discover(options)
+    documents = read_documents(project)
+    rules, findings = options.rules, []
+
+    def keep(new: list[Finding]) -> None:
+        findings.extend(f for f in new if f.rule in rules)
+
+    used: dict[Path, set[str]] = {}
+    for document in documents:
+        keep(document.problems)
+        keep(assign_fates(document, project, used))
+    python_files = list({p.resolve(): p for p in [*project.python_files, *(
+        Path(display(key)) for key in used if key.suffix == ".py" and key.is_file())]}.values())
+    if documents and "regions" in rules:
+        for path in python_files:
+            keep(check_regions(path, used.get(path.resolve(), set())))
+
+    units, exemptions = [], []
+    if rules & {"transform-passes", "api", "syntax"}:
+        for document in documents:
+            unit, problems = pycode.page_unit(display(document.path), document.blocks, document.lines)
+            keep(problems)
+            units.append(unit)
+        for path in python_files:
+            unit, problems = pycode.file_unit(path, display(path))
+            keep(problems)
+            units.append(unit)
+    if "transform-passes" in rules:
+        keep([finding for unit in units for finding in transforms.check(unit, exemptions)])
+    keep(api.check(units) if "api" in rules else [])
+    keep(duplicates.check(documents) if "duplicate" in rules else [])
+
+    outcomes = None
+    if options.run:
+        from xnnguide.doccheck import execute
+
+        outcomes = {}
+        for document in documents:
+            runnable = [b for b in document.blocks if b.fate in ("doctest", "executed")]
+            if runnable:
+                outcomes.update(execute.run_page(display(document.path), document.path, runnable, options.root))
+        findings.extend(o.finding for o in outcomes.values() if o.finding is not None)
+    ledger = build_ledger(documents, project, outcomes, options.run or options.build)
+    if options.run:
+        findings.extend(Finding(e["path"], e["line"], "ledger", e["detail"], "make the block show a region of a "
+                                "recipe that runs and passes (`make html`), or mark it not-run with a reason")
+                        for e in ledger if not e["ok"] and e["fate"] in ("included", "copy"))
+    if options.build and rules & {"ledger", "recipe"}:
+        keep(check_build(project, documents, options))
+    unique = sorted(set(findings), key=lambda f: (f.path, f.line, f.rule, f.message))
+    return Report(project, unique, ledger, time.perf_counter() - started, exemptions)

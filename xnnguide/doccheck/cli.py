@@ -9,70 +9,54 @@ import sys
 from pathlib import Path
 
 from xnnguide.doccheck.checker import ALL_RULES, FATES, RULES, STATIC_RULES, Options, Report, check
-from xnnguide.doccheck.model import InputError
+from xnnguide.doccheck.pages import InputError
 
 
 def _rules(text: str) -> frozenset[str]:
-    chosen: set[str] = set()
-    for item in text.split(","):
-        item = item.strip()
-        if not item:
-            continue
+    chosen: set[str] = {"parse"}
+    for item in filter(None, (item.strip() for item in text.split(","))):
         if item.isdigit() and int(item) in RULES:
             chosen.update(RULES[int(item)])
         elif item in ALL_RULES:
             chosen.add(item)
         else:
-            raise argparse.ArgumentTypeError(
-                f"unknown rule {item!r}; rules are 1-7 or {', '.join(sorted(ALL_RULES))}")
-    return frozenset(chosen | {"parse"})
+            raise argparse.ArgumentTypeError(f"unknown rule {item!r}; rules are 1-6 or {', '.join(sorted(ALL_RULES))}")
+    return frozenset(chosen)
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m xnnguide.doccheck",
-        description="Check that the code, prose and links of Markdown (MyST), reStructuredText and README files "
-                    "agree with the recipes and with the installed packages.",
-        epilog="Rules: 1 fate (every code block has a fate; run with --run), 2 transform-passes, 3 api, 4 duplicate, "
-               "5 includes, 6 ledger (with --run or --build), 7 links/toctree. Findings print as "
-               "'path:line: rule: what is wrong — how to fix'. Exit status: 0 clean, 1 findings, 2 usage error "
-               "or unreadable input.")
+        description="Check that the code and prose of Markdown (MyST), reStructuredText and README files agree with "
+                    "the recipes and with the installed packages.",
+        epilog="Rules: 1 transform-passes, 2 copies of recipe regions (fate, regions), 3 duplicate, 4 api, 5 every "
+               "Python block has a fate (fate, syntax; run with --run), 6 ledger and recipe (with --build). Findings "
+               "print as 'path:line: rule: what is wrong — how to fix'. Exit status: 0 clean, 1 findings, 2 usage "
+               "error or unreadable input.")
     p.add_argument("paths", nargs="+", type=Path, help="files and folders to check (pages, READMEs, snippets)")
-    p.add_argument("--root", type=Path, default=Path("."),
-                   help="project root: snippet: paths fall back to it, recipes run with it on sys.path (default: .)")
-    p.add_argument("--conf", type=Path, help="the Sphinx conf.py (default: found next to or above a source folder)")
-    p.add_argument("--source-dir", type=Path, action="append", dest="source_dirs",
-                   help="a Sphinx source folder (default: folders holding the root page)")
-    p.add_argument("--exclude", action="append", default=[], help="skip files matching this glob (repeatable)")
-    p.add_argument("--rules", type=_rules, help="only these rules: numbers 1-7 or names, comma-separated")
-    p.add_argument("--run", action="store_true",
-                   help="also execute the blocks whose fate is doctest or executed (rule 1 and 6)")
+    p.add_argument("--root", type=Path, default=Path("."), help="project root: snippet: paths fall back to it")
+    p.add_argument("--conf", type=Path, help="the Sphinx conf.py (default: next to or above a source folder)")
+    p.add_argument("--rules", type=_rules, help="only these rules: numbers 1-6 or names, comma-separated")
+    p.add_argument("--run", action="store_true", help="also execute the doctest and page-order blocks")
     p.add_argument("--build", action="store_true",
-                   help="also check the last build: its execution ledger and every recipe's run record (rule 6)")
-    p.add_argument("--gallery", type=Path, help="sphinx-gallery output folder holding _records (default: from conf.py)")
-    p.add_argument("--junit", type=Path, help="sphinx-gallery JUnit file (default: _build/gallery-junit.xml)")
+                   help="also check the last build: its execution ledger and every recipe's run record")
+    p.add_argument("--gallery", type=Path, help="sphinx-gallery output folder holding _records (default: conf.py's)")
     p.add_argument("--ledger-json", type=Path, help="write the execution ledger as JSON to this file")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the API answer cache")
     p.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
     return p
 
 
 def summary(report: Report) -> list[str]:
     counts = report.counts()
-    blocks = sum(counts.values())
-    parts = ", ".join(f"{counts[fate]} {FATES[fate]}" for fate in FATES if counts.get(fate))
-    if counts.get("none"):
-        parts += f", {counts['none']} with no fate"
-    project = report.project
-    lines = [f"doccheck: {len(project.doc_files)} pages/READMEs, {len(project.python_files)} Python files, "
-             f"{blocks} code blocks ({parts or 'none'}); {len(report.not_run)} not-run marker(s); "
-             f"{len(report.findings)} finding(s) in {report.seconds['total']:.2f} s"]
-    for entry in report.not_run:
-        lines.append(f"  not-run: {entry['path']}:{entry['line']}: {entry['detail']}")
+    parts = ", ".join(f"{counts[fate]} {FATES[fate]}" for fate in FATES if counts[fate])
+    parts += f", {counts['none']} with no fate" if counts["none"] else ""
+    lines = [f"doccheck: {len(report.project.doc_files)} pages/READMEs, {len(report.project.python_files)} Python "
+             f"files, {len(report.ledger)} code blocks ({parts or 'none'}); {len(report.not_run)} not-run marker(s); "
+             f"{len(report.findings)} finding(s) in {report.seconds:.2f} s"]
+    lines += [f"  not-run: {entry['path']}:{entry['line']}: {entry['detail']}" for entry in report.not_run]
     if report.exemptions:
         lines.append(f"doccheck: {len(report.exemptions)} XNNPACK lowering(s) without transform passes, on purpose:")
-    for path, line, reason in report.exemptions:
-        lines.append(f"  without-transform-passes: {path}:{line}: {reason}")
+    lines += [f"  without-transform-passes: {path}:{line}: {reason}" for path, line, reason in report.exemptions]
     return lines
 
 
@@ -87,13 +71,11 @@ def write_ledger(report: Report, path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    rules = args.rules or (STATIC_RULES | ({"ledger", "recipe", "run"} if args.build or args.run else set()))
-    options = Options(paths=args.paths, root=args.root, conf=args.conf, source_dirs=args.source_dirs,
-                      exclude=args.exclude, rules=rules, run=args.run, build=args.build, gallery=args.gallery,
-                      junit=args.junit, use_cache=not args.no_cache)
     if args.conf is not None and not args.conf.is_file():
         print(f"{args.conf}: no such file", file=sys.stderr)
         return 2
+    rules = args.rules or (STATIC_RULES | ({"ledger", "recipe", "run"} if args.build or args.run else set()))
+    options = Options(args.paths, args.root, args.conf, rules, args.run, args.build, args.gallery)
     try:
         report = check(options)
     except InputError as error:
@@ -104,6 +86,5 @@ def main(argv: list[str] | None = None) -> int:
     if args.ledger_json:
         write_ledger(report, args.ledger_json)
     if not args.quiet:
-        for line in summary(report):
-            print(line, file=sys.stderr)
+        print("\n".join(summary(report)), file=sys.stderr)
     return 1 if report.findings else 0

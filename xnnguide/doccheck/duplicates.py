@@ -16,8 +16,7 @@ import difflib
 import re
 from collections import defaultdict
 
-from xnnguide.doccheck.model import Document, Finding
-from xnnguide.doccheck.project import display
+from xnnguide.doccheck.pages import Document, Finding, display
 
 RULE = "duplicate"
 MIN_WORDS = 12

@@ -1,10 +1,7 @@
-"""Python source of pages and snippets as syntax trees with their real line numbers.
+"""Python of pages and recipes as syntax trees with their real lines.
 
-A page's Python blocks run in page order in one namespace, so they are read
-as one *unit*: the statements of every block, in order, each node carrying
-the line it has in the page. ``>>>`` blocks contribute the source of their
-examples; IPython magics (``%time``, ``!pip``) become ``pass``. A ``.py``
-file is one unit of its own.
+A page's Python blocks run in order in one namespace, so they are one *unit*: the statements of every
+block, each node carrying its page line (``>>>`` blocks give their examples). A ``.py`` file is a unit.
 """
 
 from __future__ import annotations
@@ -15,9 +12,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xnnguide.doccheck.model import CodeBlock, Finding
+from xnnguide.doccheck.pages import CodeBlock, Finding
 
-_MAGIC = re.compile(r"^(\s*)(%|!)")
+MAGIC = re.compile(r"^(\s*)(%|!)")
 
 
 @dataclass
@@ -28,49 +25,37 @@ class Unit:
     lines: list[str] = field(default_factory=list)  # the page's or file's text, for comments
 
 
-def pieces(block: CodeBlock) -> list[tuple[str, int]]:
-    """(source, line of its first line) for each piece of Python in *block*."""
-    if block.is_doctest:
-        parser = doctest.DocTestParser()
-        try:
-            examples = parser.get_examples(block.text)
-        except ValueError:
-            return [(block.text, block.text_line)]
-        return [(example.source, block.text_line + example.lineno) for example in examples]
-    return [(block.text, block.text_line)]
-
-
-def _strip_magics(source: str) -> str:
-    return "\n".join(_MAGIC.sub(r"\1pass  # ", line) if _MAGIC.match(line) else line
-                     for line in source.splitlines())
+def _pieces(block: CodeBlock) -> list[tuple[str, int]]:
+    """(source, line of its first line) for each piece of Python in *block*: a doctest's examples, or all."""
+    try:
+        examples = doctest.DocTestParser().get_examples(block.text) if block.is_doctest else None
+    except ValueError:
+        examples = None
+    if examples is None:
+        return [(block.text, block.text_line)]
+    return [(example.source, block.text_line + example.lineno) for example in examples]
 
 
 def parse_piece(source: str, line: int, path: str) -> tuple[list[ast.stmt], Finding | None]:
-    """Parse one piece; statements carry page lines. A syntax error is returned as a finding."""
+    """Parse one piece (IPython magics become ``pass``); statements carry page lines; a syntax error is a finding."""
     try:
-        tree = ast.parse(_strip_magics(source))
-    except SyntaxError as error:
-        where = line + (error.lineno or 1) - 1
-        return [], Finding(path, where, "syntax", f"the Python does not parse: {error.msg}",
-                           "fix the code, or give the block its real language if it is not Python")
-    except (ValueError, RecursionError) as error:
-        return [], Finding(path, line, "syntax", f"the Python does not parse: {error}",
+        tree = ast.parse("\n".join(MAGIC.sub(r"\1pass  # ", text) for text in source.splitlines()))
+    except (SyntaxError, ValueError, RecursionError) as error:
+        where = line + (getattr(error, "lineno", None) or 1) - 1
+        return [], Finding(path, where, "syntax", f"the Python does not parse: {getattr(error, 'msg', error)}",
                            "fix the code, or give the block its real language if it is not Python")
     ast.increment_lineno(tree, line - 1)
     return tree.body, None
 
 
-def page_unit(path: str, blocks: list[CodeBlock], lines: list[str] | None = None) -> tuple[Unit, list[Finding]]:
+def page_unit(path: str, blocks: list[CodeBlock], lines: list[str]) -> tuple[Unit, list[Finding]]:
     """The Python of a page's blocks (not literal includes: their files are units of their own)."""
-    unit, problems = Unit(path, lines=lines or []), []
-    for block in blocks:
-        if not block.is_python or block.kind == "literalinclude":
-            continue
-        for source, line in pieces(block):
+    unit, problems = Unit(path, lines=lines), []
+    for block in (b for b in blocks if b.is_python and b.kind != "literalinclude"):
+        for source, line in _pieces(block):
             statements, problem = parse_piece(source, line, path)
             unit.statements.extend(statements)
-            if problem:
-                problems.append(problem)
+            problems += [problem] if problem else []
     return unit, problems
 
 
@@ -91,15 +76,3 @@ def walk_in_order(statements: list[ast.stmt]):
         node = stack.pop()
         yield node
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
-
-
-def dotted(node: ast.expr) -> list[str] | None:
-    """``a.b.c`` as ``["a", "b", "c"]``; ``None`` for anything but names and attributes."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return parts[::-1]
-    return None

@@ -1,29 +1,16 @@
-"""Rule 2: every XNNPACK lowering runs the XNNPACK pre-partition transforms.
+"""Rule 1: every XNNPACK lowering runs the XNNPACK pre-partition transforms, read from the syntax tree.
 
-Two spellings of a lowering are recognised in the syntax tree of a page or a
-snippet:
+* ``to_edge_transform_and_lower(program, transform_passes=..., partitioner=[...])`` must get passes
+  (keyword, second positional argument, or a ``**`` dict the checker can see) built with
+  ``get_transform_passes(...)``, unless its partitioners are visibly not XNNPACK's; without a
+  partitioner it delegates nothing;
+* ``<edge>.to_backend(<XNNPACK partitioner>)`` (or ``to_backend(edge, ...)``) must be reached from
+  ``to_edge(...)`` through ``.transform(get_transform_passes(...))``.
 
-* ``to_edge_transform_and_lower(program, transform_passes=..., partitioner=[...])``
-  must get ``transform_passes`` (keyword, second positional argument, or a
-  ``**`` dict the checker can see) built with ``get_transform_passes(...)``,
-  unless its partitioners are visibly not XNNPACK ones;
-* ``<edge>.to_backend(<XNNPACK partitioner>)`` (or ``to_backend(edge, ...)``)
-  must be reached from ``to_edge(...)`` through ``.transform(...)`` with
-  ``get_transform_passes(...)``; the receiver is followed through
-  assignments (``edge = edge.transform(...)``) and method chains.
-
-Names are followed through the assignments and imports of the same unit
-(earlier lines only), so ``passes = get_transform_passes()`` and
-``from ... import to_edge_transform_and_lower as lower`` are understood.
-``to_edge_transform_and_lower`` without a partitioner delegates nothing and
-is not a lowering to XNNPACK.
-
-A recipe that lowers without the passes on purpose (to show what they change)
-says so on the call or on the comment lines right above it::
+Names are followed through earlier assignments, loops and imports of the same unit. A lowering without
+the passes on purpose says why, on the call or the comment lines right above it; exemptions are listed::
 
     # doccheck: without-transform-passes reason="the baseline the page compares against"
-
-The reason is required; exemptions are counted and listed in the summary.
 """
 
 from __future__ import annotations
@@ -32,8 +19,8 @@ import ast
 import re
 from collections import defaultdict
 
-from xnnguide.doccheck.model import Finding
-from xnnguide.doccheck.pycode import Unit, dotted, walk_in_order
+from xnnguide.doccheck.pages import Finding
+from xnnguide.doccheck.pycode import Unit, walk_in_order
 
 RULE = "transform-passes"
 HOW = ("pass transform_passes=get_transform_passes() "
@@ -71,9 +58,6 @@ class _Scope:
         earlier = [(line, value) for line, value in self.assignments.get(name, []) if line < before]
         return earlier[-1] if earlier else (before, None)
 
-    def value(self, name: str, before: int) -> ast.expr | None:
-        return self.assignment(name, before)[1]
-
     def callee(self, call: ast.Call) -> str:
         """The last name of what *call* calls, seen through import aliases."""
         func = call.func
@@ -102,7 +86,7 @@ class _Scope:
 
     def resolved(self, expr: ast.AST, before: int) -> bool:
         """Whether every name in *expr* is an import or an earlier assignment."""
-        return all(node.id in self.origins or self.value(node.id, before) is not None
+        return all(node.id in self.origins or self.assignment(node.id, before)[1] is not None
                    for node in ast.walk(expr) if isinstance(node, ast.Name))
 
 
@@ -117,18 +101,14 @@ def _argument(call: ast.Call, keyword: str, position: int, scope: _Scope) -> tup
         if item.arg is None:  # **options
             mapping = item.value
             if isinstance(mapping, ast.Name):
-                mapping = scope.value(mapping.id, call.lineno) or mapping
+                mapping = scope.assignment(mapping.id, call.lineno)[1] or mapping
             if isinstance(mapping, ast.Dict):
-                for key, value in zip(mapping.keys, mapping.values):
-                    if isinstance(key, ast.Constant) and key.value == keyword:
-                        return value, True
-                return None, True
-            if isinstance(mapping, ast.Call) and isinstance(mapping.func, ast.Name) and mapping.func.id == "dict":
-                for kw in mapping.keywords:
-                    if kw.arg == keyword:
-                        return kw.value, True
-                return None, True
-            return None, False
+                pairs = [(k.value, v) for k, v in zip(mapping.keys, mapping.values) if isinstance(k, ast.Constant)]
+            elif isinstance(mapping, ast.Call) and isinstance(mapping.func, ast.Name) and mapping.func.id == "dict":
+                pairs = [(kw.arg, kw.value) for kw in mapping.keywords]
+            else:
+                return None, False
+            return next((value for key, value in pairs if key == keyword), None), True
     return None, True
 
 
@@ -219,19 +199,12 @@ EXEMPTION = re.compile(r"#\s*doccheck:\s*without-transform-passes\b\s*(?:reason=
 
 def exemption(unit: Unit, node: ast.Call) -> tuple[int, str] | None:
     """A ``# doccheck: without-transform-passes reason=...`` comment on the call or right above it."""
-    if not unit.lines:
-        return None
-    first, last = node.lineno, getattr(node, "end_lineno", None) or node.lineno
-    candidates = list(range(first, last + 1))
-    above = first - 1
-    while above >= 1 and unit.lines[above - 1].strip().startswith("#"):
+    candidates, above = list(range(node.lineno, (node.end_lineno or node.lineno) + 1)), node.lineno - 1
+    while 1 <= above <= len(unit.lines) and unit.lines[above - 1].strip().startswith("#"):
         candidates.append(above)
         above -= 1
-    for number in candidates:
-        if number > len(unit.lines):
-            continue
-        match = EXEMPTION.search(unit.lines[number - 1])
-        if match:
+    for number in (n for n in candidates if n <= len(unit.lines)):
+        if match := EXEMPTION.search(unit.lines[number - 1]):
             return number, (match.group("reason") or "").strip().strip("\"'")
     return None
 
@@ -262,5 +235,3 @@ def check(unit: Unit, exemptions: list[tuple[str, int, str]] | None = None) -> l
             exemptions.append((unit.path, node.lineno, exempt[1]))
     return findings
 
-
-__all__ = ["check", "dotted"]
