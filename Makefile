@@ -11,6 +11,9 @@ SPHINX    := $(BIN)/sphinx-build -c . -d $(BUILDDIR)/doctrees -b html docs $(HTM
 # The test build runs without a network: any download attempt fails it.
 OFFLINE   ?= unshare -rn
 PYTEST_ARGS ?=
+# The test suite runs in this many processes (pytest-xdist), each test file
+# in one of them: one per core, at most 4, since many tests lower models.
+PYTEST_JOBS ?= $(shell n=$$(nproc); echo $$(( n < 4 ? n : 4 )))
 # What the drift checker (python -m xnnguide.doccheck) reads.
 DOCCHECK_PATHS := README.md docs snippets
 # The checkout's xnnguide (the site's extension, checks and tools) is found
@@ -67,7 +70,7 @@ test: venv browser ## everything CI checks: offline strict build, the test suite
 	$(BIN)/python -m xnnguide.doccheck --build $(DOCCHECK_PATHS) || status=1; \
 	$(BIN)/python -m xnnguide.reader_code $(DOCCHECK_PATHS) || status=1; \
 	echo ">> test suite (browser tests save screenshots in $(BUILDDIR)/screenshots/)"; \
-	$(BIN)/python -m pytest $(PYTEST_ARGS) || status=1; \
+	$(BIN)/python -m pytest -n $(PYTEST_JOBS) --dist loadfile $(PYTEST_ARGS) || status=1; \
 	echo ">> link check"; \
 	$(MAKE) --no-print-directory linkcheck VENV=$(VENV) || status=1; \
 	exit $$status
