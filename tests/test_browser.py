@@ -31,7 +31,7 @@ from chromium import Browser
 from conftest import BUILD, DOCS, SNIPPETS, recipe
 
 from xnnguide.reader_code import reader_source
-from xnnguide.sphinxext import recipe_files
+from xnnguide.records import recipe_files
 
 pytestmark = pytest.mark.build
 

@@ -38,7 +38,7 @@ def expected(case: str) -> tuple[str, set[str]]:
 
 def write_records(tree: Path, status: str) -> None:
     """What a build leaves for the recipe of the build-mode case: passed, or failed at line 7."""
-    from xnnguide.sphinxext import dependency_key
+    from xnnguide.records import dependency_key
 
     recipe = tree / "snippets" / "recipe.py"
     runs = tree / "docs" / "gallery" / "_records" / "runs"
@@ -50,6 +50,8 @@ def write_records(tree: Path, status: str) -> None:
     record = {"recipe": "recipe", "source": str(recipe), "status": status, "error": error, "seconds": 0.1,
               "finished": "2026-01-01T00:00:00+00:00", "dependency_key": dependency_key(recipe)}
     (runs / "recipe.json").write_text(json.dumps(record))
+    (runs.parent / "facts").mkdir()
+    (runs.parent / "facts" / "recipe.json").write_text("{}")  # what the build leaves for a recipe that ran
     (runs.parent / "executions.log").write_text("recipe\t1\t2026-01-01T00:00:00\n")
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from conftest import SNIPPETS
 
-from xnnguide.sphinxext import RecipeOrder, listed_order, recipe_files
+from xnnguide.records import recipe_files
+from xnnguide.sphinxext import RecipeOrder, listed_order
 
 SUBSECTIONS = ["lowering", "quantization", "performance", "troubleshooting"]
 

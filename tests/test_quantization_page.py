@@ -30,7 +30,7 @@ from conftest import DOCS, GALLERY, SNIPPETS
 from xnnguide import facts
 from xnnguide.quantization import SCHEMES
 from xnnguide.regions import read_regions
-from xnnguide.sphinxext import dependency_key, load_run_record, recipe_files, records_dir
+from xnnguide.records import dependency_key, recipe_files, records_dir, stale_reason
 
 PAGE = DOCS / "guides" / "quantization.md"
 RECIPE_LINK = re.compile(r"\{doc\}`\.\./gallery/(?:\w+/)?(\w+)`")
@@ -108,16 +108,10 @@ def coverage_problems(rows: list[Row], snippets: Path, gallery: Path) -> list[st
     for row in rows:
         where = f"{PAGE.name}:{row.line}"
         for recipe in row.recipes:
-            record = load_run_record(gallery, recipe)
-            if record is None:
-                problems.append(f"{where}: {recipe} never ran (no run record); run `make html`")
-                continue
-            if record.get("status") != "passed":
-                problems.append(f"{where}: {recipe} did not pass its last run ({record.get('status')})")
-                continue
             source = next((path for path in recipe_files(snippets) if path.stem == recipe), snippets / f"{recipe}.py")
-            if record.get("dependency_key") != dependency_key(source):
-                problems.append(f"{where}: {recipe} changed since it last ran; run `make html`")
+            reason = stale_reason(gallery, source)
+            if reason is not None:
+                problems.append(f"{where}: {recipe} has no current passing run: {reason}; run `make html`")
                 continue
             covered = facts.load(records_dir(gallery) / "facts" / f"{recipe}.json").get("schemes", {})
             if row.scheme not in covered.get("value", []):
@@ -358,10 +352,10 @@ def test_a_row_whose_recipe_did_not_apply_its_scheme_is_reported(tmp_path):
 
 def test_a_row_whose_recipe_failed_or_changed_is_reported(tmp_path):
     snippets, gallery = _fake_build(tmp_path, "failed", ["int8-static"])
-    assert "did not pass" in coverage_problems([Row(3, "int8-static", ("tiny",))], snippets, gallery)[0]
+    assert "its last run failed" in coverage_problems([Row(3, "int8-static", ("tiny",))], snippets, gallery)[0]
     snippets, gallery = _fake_build(tmp_path / "again", "passed", ["int8-static"])
     (snippets / "tiny.py").write_text('SCHEME = "int8-static"  # edited\n')
-    assert "changed since" in coverage_problems([Row(3, "int8-static", ("tiny",))], snippets, gallery)[0]
+    assert "package version changed" in coverage_problems([Row(3, "int8-static", ("tiny",))], snippets, gallery)[0]
 
 
 def test_an_unknown_or_unproven_row_is_reported(tmp_path):

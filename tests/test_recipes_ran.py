@@ -9,7 +9,8 @@ import pytest
 
 from conftest import BUILD, GALLERY, ROOT, SNIPPETS
 from xnnguide.results import check_recipes, junit_failures
-from xnnguide.sphinxext import load_run_record, recipe_files, records_dir, starts_early
+from xnnguide.records import load_run_record, recipe_files, records_dir
+from xnnguide.sphinxext import starts_early
 
 pytestmark = pytest.mark.build
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from conftest import ROOT
-from xnnguide.sphinxext import DEFAULT_BUDGET_SECONDS
+from xnnguide.records import DEFAULT_BUDGET_SECONDS
 
 
 def run(recipe, cwd=ROOT) -> subprocess.CompletedProcess[str]:

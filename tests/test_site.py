@@ -9,7 +9,7 @@ import pytest
 
 from conftest import GALLERY, SNIPPETS, recipe
 from xnnguide import facts
-from xnnguide.sphinxext import recipe_files, records_dir
+from xnnguide.records import recipe_files, records_dir
 
 
 

@@ -14,7 +14,7 @@ import pytest
 from conftest import DOCS, GALLERY, SNIPPETS
 
 from xnnguide.reader_code import reader_source
-from xnnguide.sphinxext import recipe_files
+from xnnguide.records import recipe_files
 
 #: Lines that are the site's, not the reader's.
 SITE_LINES = re.compile(r"xnnguide|sphinx_gallery_(?:start|end)_ignore|# \[(?:start|end) ")

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import DOCS, GALLERY, recipe
 from xnnguide import facts
-from xnnguide.sphinxext import records_dir
+from xnnguide.records import records_dir
 
 pytestmark = pytest.mark.build
 

@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 from xnnguide import environment
-from xnnguide.sphinxext import recipe_files
+from xnnguide.records import recipe_files
 
 ROOT = Path(__file__).resolve().parents[1]
 GALLERY = ROOT / "docs" / "gallery"

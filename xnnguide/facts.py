@@ -35,7 +35,12 @@ def begin_recipe(name: str, directory: str | os.PathLike[str]) -> None:
 
 
 def end_recipe() -> None:
-    """Stop collecting; later calls to :func:`record` are kept in memory only."""
+    """Stop collecting; later calls to :func:`record` are kept in memory only.
+
+    The facts file is written even when the recipe recorded nothing, so that
+    its existence says the recipe ran to its end.
+    """
+    _write()
     _active.update(name=None, path=None, facts={})
 
 

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from xnnguide.sphinxext import dependency_key, load_run_record, recipe_files
+from xnnguide.records import load_run_record, recipe_files, stale_reason
 
 TRACEBACK_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
@@ -38,21 +38,21 @@ def failure_line(traceback: str, source: Path) -> int:
 
 
 def check_recipes(snippets: Path, gallery: Path, root: Path) -> list[RecipeProblem]:
-    """Every recipe must have passed in a run of its current source."""
+    """Every recipe must have passed in a run of its current source (:func:`stale_reason`)."""
     problems = []
     for source in recipe_files(snippets):
+        reason = stale_reason(gallery, source)
+        if reason is None:
+            continue
         shown = source.relative_to(root) if source.is_relative_to(root) else source
-        record = load_run_record(gallery, source.stem)
-        if record is None:
-            problems.append(RecipeProblem(shown, 1, "never ran: no run record (run `make html`)"))
-        elif record["status"] != "passed":
+        record = load_run_record(gallery, source.stem) or {}
+        if record.get("status") == "failed":
             error = (record.get("error") or "").strip().splitlines()
             last = error[-1] if error else "unknown error"
             line = failure_line(record.get("error") or "", source)
             problems.append(RecipeProblem(shown, line, f"failed: {last} — fix the recipe, then `make html`"))
-        elif record.get("dependency_key") != dependency_key(source):
-            problems.append(RecipeProblem(
-                shown, 1, "it, a helper it imports, or a package changed since it last ran; run `make html`"))
+        else:
+            problems.append(RecipeProblem(shown, 1, f"{reason}; run `make html`"))
     return problems
 
 

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     from xnnguide import facts
-    from xnnguide.sphinxext import budget_seconds
+    from xnnguide.records import budget_seconds
 
     try:
         budget = budget_seconds(source)

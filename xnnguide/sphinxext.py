@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
-import hashlib
 import json
 import os
 import re
@@ -41,19 +40,12 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
 from xnnguide import environment, facts, reader_code
+from xnnguide.records import (DEFAULT_BUDGET_SECONDS, budget_seconds, dependency_key, load_run_record, recipe_files,
+                              records_dir, snippets_of, source_digest, stale_reason, write_run_record)
 
 logger = logging.getLogger(__name__)
 
-#: Where, below the gallery folder, the build keeps what the recipes left.
-RECORDS = "_records"
-
 _started: dict[str, float] = {}
-
-#: A recipe that runs longer than this, in seconds of wall time, fails the
-#: build, unless it declares its own budget (see :func:`budget_seconds`).
-DEFAULT_BUDGET_SECONDS = 300.0
-
-_BUDGET = re.compile(r"^\s*#\s*xnnguide_budget_seconds\s*=\s*([0-9]+(?:\.[0-9]*)?)\s*$", re.MULTILINE)
 
 # Set by the Sphinx process when a build starts; loky worker processes inherit
 # them, which tells a worker apart from the Sphinx process and ties its log
@@ -62,75 +54,10 @@ _BUILD_PID = "XNNGUIDE_BUILD_PID"
 _BUILD_ID = "XNNGUIDE_BUILD_ID"
 
 
-def records_dir(gallery_dir: str | os.PathLike[str]) -> Path:
-    """The folder holding facts, run records and the executions log."""
-    return Path(gallery_dir) / RECORDS
-
-
 def _gallery_dir(gallery_conf: dict[str, Any]) -> Path:
     gallery_dirs = gallery_conf["gallery_dirs"]
     first = gallery_dirs[0] if isinstance(gallery_dirs, (list, tuple)) else gallery_dirs
     return Path(gallery_conf["src_dir"]) / first
-
-
-def source_digest(path: str | os.PathLike[str]) -> str:
-    """SHA-256 of a file's bytes."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def helper_modules(source: str | os.PathLike[str]) -> list[Path]:
-    """The files of this repository's ``xnnguide`` modules that a recipe imports."""
-    import ast
-
-    package = Path(__file__).resolve().parent
-    tree = ast.parse(Path(source).read_text(encoding="utf-8"))
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    files = set()
-    for name in names:
-        parts = name.split(".")
-        if parts[0] != package.name:
-            continue
-        candidate = package.joinpath(*parts[1:])
-        for path in (candidate.with_suffix(".py"), candidate / "__init__.py", package / "__init__.py"):
-            if path.is_file():
-                files.add(path)
-    return sorted(files)
-
-
-def dependency_key(source: str | os.PathLike[str]) -> str:
-    """A digest of everything a recipe's result depends on.
-
-    The recipe's own text, the versions of :data:`xnnguide.environment.PACKAGES`,
-    and the text of every ``xnnguide`` helper module it imports. A recipe
-    whose key changed since its last passing run is run again.
-    """
-    digest = hashlib.sha256(Path(source).read_bytes())
-    digest.update(json.dumps(environment.package_versions(), sort_keys=True).encode())
-    for path in helper_modules(source):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
-
-
-def budget_seconds(source: str | os.PathLike[str], default: float = DEFAULT_BUDGET_SECONDS) -> float:
-    """The wall-time budget a recipe declares, or *default*.
-
-    A recipe declares it with a comment line, best inside an ignore block so
-    readers do not see it::
-
-        # sphinx_gallery_start_ignore
-        # xnnguide_budget_seconds = 60
-        # sphinx_gallery_end_ignore
-    """
-    found = _BUDGET.findall(Path(source).read_text(encoding="utf-8"))
-    if len(found) > 1:
-        raise ValueError(f"{source}: declares xnnguide_budget_seconds {len(found)} times")
-    return float(found[0]) if found else float(default)
 
 
 _START_EARLY = re.compile(r"^\s*#\s*xnnguide_start_early\s*=\s*True\s*$", re.MULTILINE)
@@ -258,20 +185,10 @@ def _limit_threads(gallery_conf: dict[str, Any], source: Path) -> None:
 REGION_MARKER = re.compile(r"^\s*# \[(?:start|end) [A-Za-z0-9_-]+\]\s*$")
 
 
-def _snippets_of(source: Path) -> Path:
-    """The ``snippets`` folder a recipe sits in, at the top or in a subsection."""
-    return next(parent for parent in source.parents if parent.name == "snippets")
-
-
 def _shown_recipe(record: dict[str, Any]) -> str:
     """``snippets/...py`` for the recipe a run record describes."""
     source = Path(record.get("source") or f"snippets/{record['recipe']}.py")
-    return f"snippets/{source.relative_to(_snippets_of(source))}" if "snippets" in source.parts[:-1] else str(source)
-
-
-def recipe_files(snippets: Path) -> list[Path]:
-    """Every recipe below *snippets*, in its gallery subsection or at the top."""
-    return sorted(path for path in snippets.rglob("*.py") if path.name != "__init__.py")
+    return f"snippets/{source.relative_to(snippets_of(source))}" if "snippets" in source.parts[:-1] else str(source)
 
 
 def _recipe_source(gallery_conf: dict[str, Any], fname: str) -> Path:
@@ -317,24 +234,7 @@ def recipe_hook(gallery_conf: dict[str, Any], fname: str | None, when: str) -> N
         "finished": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
         "environment": environment.describe(),
     }
-    _write_run_record(folder, record)
-
-
-def _write_run_record(folder: Path, record: dict[str, Any]) -> None:
-    path = folder / "runs" / f"{record['recipe']}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=2), encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def load_run_record(gallery_dir: str | os.PathLike[str], recipe: str) -> dict[str, Any] | None:
-    """The last run record of *recipe*, or ``None`` if it never ran."""
-    path = records_dir(gallery_dir) / "runs" / f"{recipe}.json"
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
+    write_run_record(folder, record)
 
 
 # ---------------------------------------------------------------- roles
@@ -496,20 +396,6 @@ def _gallery_page_source(app: Sphinx, docname: str, source: list[str]) -> None:
     source[0] += f"\n\n.. verified-stamp:: {recipe.stem}\n"
 
 
-def stale_reason(gallery: Path, source: Path) -> str | None:
-    """Why the recipe at *source* must run again, or ``None`` if its last run holds."""
-    record = load_run_record(gallery, source.stem)
-    if record is None:
-        return "it has no run record"
-    if record.get("status") != "passed":
-        return f"its last run {record.get('status')}"
-    if record.get("dependency_key") != dependency_key(source):
-        return "its source, a helper it imports, or a package version changed"
-    if not (records_dir(gallery) / "facts" / f"{source.stem}.json").is_file():
-        return "its facts file is missing"
-    return None
-
-
 _build_started: list[float] = []
 
 
@@ -545,7 +431,7 @@ def _start_build(app: Sphinx) -> None:
 
 def _over_budget(record: dict[str, Any], source: Path, default: float) -> str | None:
     """Why a recipe that passed must fail on time, or ``None``."""
-    shown = f"snippets/{source.relative_to(_snippets_of(source))}"
+    shown = f"snippets/{source.relative_to(snippets_of(source))}"
     try:
         budget = budget_seconds(source, default)
     except ValueError as error:
@@ -608,7 +494,7 @@ def _finish_build(app: Sphinx) -> None:
                 if junit:
                     _mark_junit_failure(Path(app.outdir) / junit, name, late)
         record.update(status=status, error=error)
-        _write_run_record(records_dir(gallery), record)
+        write_run_record(records_dir(gallery), record)
     started = _build_started[0] if _build_started else time.perf_counter()
     summary = {
         "build_id": os.environ.get(_BUILD_ID),

@@ -278,19 +278,16 @@ def check_regions(path: Path, used: set[str]) -> list[Finding]:
 
 def recipe_status(source: Path, project: Project) -> tuple[bool, str]:
     """Whether the recipe a block shows passed its last run in its current form."""
-    from xnnguide.sphinxext import dependency_key, load_run_record
+    from xnnguide.records import load_run_record, stale_reason
 
     if source.resolve() not in {recipe.resolve() for recipe in project.recipes}:
         return False, f"{display(source)} is not a recipe the build runs"
     if project.gallery is None:
         return False, "no gallery folder to read run records from"
-    record = load_run_record(project.gallery, source.stem)
-    if record is None:
-        return False, f"recipe {source.name} never ran (no run record)"
-    if record.get("status") != "passed":
-        return False, f"recipe {source.name} did not pass its last run ({record.get('status')})"
-    if record.get("dependency_key") != dependency_key(source):
-        return False, f"recipe {source.name} changed since its last run"
+    reason = stale_reason(project.gallery, source)
+    if reason is not None:
+        return False, f"recipe {source.name}: {reason}"
+    record = load_run_record(project.gallery, source.stem) or {}
     return True, f"recipe unchanged since its passing run of {record.get('finished', '?')[:10]}"
 
 

@@ -1,0 +1,152 @@
+"""Run records: what the last build knows of each recipe, readable without Sphinx.
+
+The build (:mod:`xnnguide.sphinxext`) writes one JSON run record per recipe
+under ``<gallery>/_records/runs/``. Everything that asks whether a recipe
+passed in its current form (the build's cache, ``tests/test_recipes_ran.py``
+through :mod:`xnnguide.results`, the drift checker's ledger, the page tests)
+asks :func:`stale_reason`, the one answer to that question.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, TypedDict
+
+from xnnguide import environment
+
+
+class RunRecord(TypedDict, total=False):
+    """One recipe's last run, as the build records it."""
+
+    recipe: str  # the file's stem
+    source: str  # the recipe's path
+    source_sha256: str
+    dependency_key: str  # see dependency_key()
+    status: str  # "finished" while the build runs, then "passed" or "failed"
+    error: str | None
+    seconds: float
+    budget_seconds: float
+    build_id: str | None
+    pid: int
+    worker: bool  # run beside others in a worker process of a parallel build
+    finished: str  # ISO date and time
+    environment: dict[str, Any]  # environment.describe()
+
+
+#: Where, below the gallery folder, the build keeps what the recipes left.
+RECORDS = "_records"
+
+#: A recipe that runs longer than this, in seconds of wall time, fails the
+#: build, unless it declares its own budget (see :func:`budget_seconds`).
+DEFAULT_BUDGET_SECONDS = 300.0
+
+_BUDGET = re.compile(r"^\s*#\s*xnnguide_budget_seconds\s*=\s*([0-9]+(?:\.[0-9]*)?)\s*$", re.MULTILINE)
+
+def records_dir(gallery_dir: str | os.PathLike[str]) -> Path:
+    """The folder holding facts, run records and the executions log."""
+    return Path(gallery_dir) / RECORDS
+
+
+def source_digest(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of a file's bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def helper_modules(source: str | os.PathLike[str]) -> list[Path]:
+    """The files of this repository's ``xnnguide`` modules that a recipe imports."""
+    import ast
+
+    package = Path(__file__).resolve().parent
+    tree = ast.parse(Path(source).read_text(encoding="utf-8"))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    files = set()
+    for name in names:
+        parts = name.split(".")
+        if parts[0] != package.name:
+            continue
+        candidate = package.joinpath(*parts[1:])
+        for path in (candidate.with_suffix(".py"), candidate / "__init__.py", package / "__init__.py"):
+            if path.is_file():
+                files.add(path)
+    return sorted(files)
+
+
+def dependency_key(source: str | os.PathLike[str]) -> str:
+    """A digest of everything a recipe's result depends on.
+
+    The recipe's own text, the versions of :data:`xnnguide.environment.PACKAGES`,
+    and the text of every ``xnnguide`` helper module it imports. A recipe
+    whose key changed since its last passing run is run again.
+    """
+    digest = hashlib.sha256(Path(source).read_bytes())
+    digest.update(json.dumps(environment.package_versions(), sort_keys=True).encode())
+    for path in helper_modules(source):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def budget_seconds(source: str | os.PathLike[str], default: float = DEFAULT_BUDGET_SECONDS) -> float:
+    """The wall-time budget a recipe declares, or *default*.
+
+    A recipe declares it with a comment line, best inside an ignore block so
+    readers do not see it::
+
+        # sphinx_gallery_start_ignore
+        # xnnguide_budget_seconds = 60
+        # sphinx_gallery_end_ignore
+    """
+    found = _BUDGET.findall(Path(source).read_text(encoding="utf-8"))
+    if len(found) > 1:
+        raise ValueError(f"{source}: declares xnnguide_budget_seconds {len(found)} times")
+    return float(found[0]) if found else float(default)
+
+
+def snippets_of(source: Path) -> Path:
+    """The ``snippets`` folder a recipe sits in, at the top or in a subsection."""
+    return next(parent for parent in source.parents if parent.name == "snippets")
+
+
+def recipe_files(snippets: Path) -> list[Path]:
+    """Every recipe below *snippets*, in its gallery subsection or at the top."""
+    return sorted(path for path in snippets.rglob("*.py") if path.name != "__init__.py")
+
+
+def write_run_record(folder: Path, record: RunRecord) -> None:
+    path = folder / "runs" / f"{record['recipe']}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=2), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def load_run_record(gallery_dir: str | os.PathLike[str], recipe: str) -> RunRecord | None:
+    """The last run record of *recipe*, or ``None`` if it never ran."""
+    path = records_dir(gallery_dir) / "runs" / f"{recipe}.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+
+
+def stale_reason(gallery: Path, source: Path) -> str | None:
+    """Why the recipe at *source* must run again, or ``None`` if its last run holds."""
+    record = load_run_record(gallery, source.stem)
+    if record is None:
+        return "it has no run record"
+    if record.get("status") != "passed":
+        return f"its last run {record.get('status')}"
+    if record.get("dependency_key") != dependency_key(source):
+        return "its source, a helper it imports, or a package version changed"
+    if not (records_dir(gallery) / "facts" / f"{source.stem}.json").is_file():
+        return "its facts file is missing"
+    return None
