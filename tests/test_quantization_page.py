@@ -30,7 +30,7 @@ from conftest import DOCS, GALLERY, SNIPPETS, table_rows
 from xnnguide import facts
 from xnnguide.quantization import SCHEMES
 from xnnguide.regions import read_regions
-from xnnguide.records import dependency_key, recipe_files, records_dir, stale_reason
+from xnnguide.records import dependency_key, find_recipe, records_dir, stale_reason
 
 PAGE = DOCS / "guides" / "quantization.md"
 RECIPE_LINK = re.compile(r"\{doc\}`\.\./gallery/(?:\w+/)?(\w+)`")
@@ -88,7 +88,7 @@ def static_problems(rows: list[Row], snippets: Path) -> list[str]:
         if not row.recipes:
             problems.append(f"{where}: row {row.scheme!r} links no recipe")
         for recipe in row.recipes:
-            source = next((path for path in recipe_files(snippets) if path.stem == recipe), snippets / f"{recipe}.py")
+            source = find_recipe(snippets, recipe)
             if not source.is_file():
                 problems.append(f"{where}: row {row.scheme!r} links {recipe}, but {source} does not exist")
                 continue
@@ -108,7 +108,7 @@ def coverage_problems(rows: list[Row], snippets: Path, gallery: Path) -> list[st
     for row in rows:
         where = f"{PAGE.name}:{row.line}"
         for recipe in row.recipes:
-            source = next((path for path in recipe_files(snippets) if path.stem == recipe), snippets / f"{recipe}.py")
+            source = find_recipe(snippets, recipe)
             reason = stale_reason(gallery, source)
             if reason is not None:
                 problems.append(f"{where}: {recipe} has no current passing run: {reason}; run `make html`")

@@ -100,12 +100,13 @@ def recipe_problems(path: Path, shown: str | None = None) -> list[str]:
     from pyflakes import checker
 
     shown = shown or str(path)
+    text = path.read_text(encoding="utf-8")
     try:
-        lines = reader_lines(path.read_text(encoding="utf-8"), shown)
+        lines = reader_lines(text, shown)
     except ReaderCodeError as error:
         return [f"{error}"]
     problems = []
-    for index, (number, line) in enumerate(lines):
+    for number, line in lines:
         if PACKAGE in line:
             problems.append(f"{shown}:{number}: reader code: mentions {PACKAGE}, which readers do not have: "
                             f"{line.strip()}")
@@ -115,7 +116,7 @@ def recipe_problems(path: Path, shown: str | None = None) -> list[str]:
     except SyntaxError as error:
         number = lines[(error.lineno or 1) - 1][0] if lines else 1
         return problems + [f"{shown}:{number}: reader code: does not parse without its ignore blocks: {error.msg}"]
-    problems += _region_problems(path, shown, {number for number, _ in lines})
+    problems += _region_problems(path, text, shown, {number for number, _ in lines})
     for message in checker.Checker(tree, filename=shown).messages:
         number, line = lines[message.lineno - 1]
         if "# noqa" in line:  # e.g. an import made for its side effect, saying so
@@ -124,7 +125,7 @@ def recipe_problems(path: Path, shown: str | None = None) -> list[str]:
     return problems
 
 
-def _region_problems(path: Path, shown: str, kept: set[int]) -> list[str]:
+def _region_problems(path: Path, text: str, shown: str, kept: set[int]) -> list[str]:
     """Regions (what pages show) that hold lines the reader copy leaves out."""
     from xnnguide.regions import MARKER, RegionError, read_regions
 
@@ -132,11 +133,11 @@ def _region_problems(path: Path, shown: str, kept: set[int]) -> list[str]:
         regions = read_regions(path)
     except RegionError as error:
         return [str(error)]
-    text = path.read_text(encoding="utf-8").splitlines()
+    recipe = text.splitlines()
     problems = []
     for region in regions.values():
         for number in range(region.start_line + 1, region.end_line):
-            line = text[number - 1]
+            line = recipe[number - 1]
             if number not in kept and line.strip() and not MARKER.match(line):
                 problems.append(f"{shown}:{number}: reader code: region {region.name!r} shows a line of the "
                                 f"site's own (an ignore block or a build comment): {line.strip()}")
@@ -205,7 +206,7 @@ def _clean_notebook(path: Path) -> None:
             continue
         source = "".join(cell["source"])
         cleaned = reader_source(source, str(path)).rstrip("\n") if source.strip() else source
-        if cleaned != source.rstrip("\n") and cleaned != source:
+        if cleaned != source.rstrip("\n"):
             cell["source"] = cleaned.splitlines(keepends=True)
             changed = True
     if changed:
@@ -226,15 +227,14 @@ def _rewrite_zip(archive: Path, folder: Path) -> None:
     tmp.replace(archive)
 
 
-def write_downloads(gallery: Path, recipes: Path) -> list[Path]:
-    """Make every download of the gallery a reader copy; return the ``.py`` files written.
+def write_downloads(gallery: Path, recipes: Path) -> None:
+    """Make every download of the gallery a reader copy.
 
     Called after sphinx-gallery has generated the gallery. sphinx-gallery
     copies each recipe to the gallery folder before it decides whether to
     run it, and compares that copy's checksum with the one stored after the
     last run, so replacing the copy here changes no caching decision.
     """
-    written = []
     for target in sorted(gallery.rglob("*.py")):
         source = recipes / target.relative_to(gallery)
         if not source.is_file():
@@ -242,12 +242,10 @@ def write_downloads(gallery: Path, recipes: Path) -> list[Path]:
         text = reader_source(source.read_text(encoding="utf-8"), str(source))
         if target.read_text(encoding="utf-8") != text:
             target.write_text(text, encoding="utf-8")
-        written.append(target)
     for notebook in sorted(gallery.rglob("*.ipynb")):
         _clean_notebook(notebook)
     for archive in sorted(gallery.rglob("*.zip")):
         _rewrite_zip(archive, archive.parent)
-    return written
 
 
 def main(argv: list[str] | None = None) -> int:

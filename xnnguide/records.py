@@ -46,6 +46,7 @@ DEFAULT_BUDGET_SECONDS = 300.0
 
 _BUDGET = re.compile(r"^\s*#\s*xnnguide_budget_seconds\s*=\s*([0-9]+(?:\.[0-9]*)?)\s*$", re.MULTILINE)
 
+
 def records_dir(gallery_dir: str | os.PathLike[str]) -> Path:
     """The folder holding facts, run records and the executions log."""
     return Path(gallery_dir) / RECORDS
@@ -111,14 +112,25 @@ def budget_seconds(source: str | os.PathLike[str], default: float = DEFAULT_BUDG
     return float(found[0]) if found else float(default)
 
 
-def snippets_of(source: Path) -> Path:
-    """The ``snippets`` folder a recipe sits in, at the top or in a subsection."""
-    return next(parent for parent in source.parents if parent.name == "snippets")
+def shown(source: Path) -> str:
+    """How messages and pages name a recipe: ``snippets/<task>/<name>.py``."""
+    snippets = next(parent for parent in source.parents if parent.name == "snippets")
+    return f"snippets/{source.relative_to(snippets).as_posix()}"
 
 
 def recipe_files(snippets: Path) -> list[Path]:
     """Every recipe below *snippets*, in its gallery subsection or at the top."""
     return sorted(path for path in snippets.rglob("*.py") if path.name != "__init__.py")
+
+
+def find_recipe(snippets: Path, name: str) -> Path:
+    """The recipe called *name* (a stem or a file name) in whichever task folder it sits.
+
+    Recipe names are unique across the folders; a name with no recipe gives
+    the path it would have at the top of *snippets*.
+    """
+    stem = Path(name).stem
+    return next((path for path in recipe_files(snippets) if path.stem == stem), snippets / f"{stem}.py")
 
 
 def write_run_record(folder: Path, record: RunRecord) -> None:

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from xnnguide.records import load_run_record, recipe_files, stale_reason
+from xnnguide.records import find_recipe, load_run_record, recipe_files, stale_reason
 
 TRACEBACK_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
@@ -65,9 +65,7 @@ def junit_failures(junit: Path, root: Path) -> list[RecipeProblem]:
         failure = case.find("failure")
         if failure is None:
             continue
-        name = Path(case.get("file", "")).name
-        source = next((path for path in recipe_files(root / "snippets") if path.name == name),
-                      root / "snippets" / case.get("file", "")).resolve()
+        source = find_recipe(root / "snippets", case.get("file", "")).resolve()
         line = failure_line(failure.text or "", source)
         shown = source.relative_to(root) if source.is_relative_to(root) else source
         problems.append(RecipeProblem(shown, line, f"failed: {failure.get('message')}"))

@@ -41,7 +41,8 @@ from sphinx.util.docutils import SphinxDirective, SphinxRole
 
 from xnnguide import environment, facts, reader_code
 from xnnguide.records import (DEFAULT_BUDGET_SECONDS, budget_seconds, dependency_key, load_run_record, recipe_files,
-                              records_dir, snippets_of, source_digest, stale_reason, write_run_record)
+                              find_recipe, records_dir, shown, source_digest, stale_reason, write_run_record)
+from xnnguide.regions import MARKER as REGION_MARKER
 
 logger = logging.getLogger(__name__)
 
@@ -181,23 +182,17 @@ def _limit_threads(gallery_conf: dict[str, Any], source: Path) -> None:
             portable_lib._unsafe_reset_threadpool(threads)
 
 
-#: A region marker line, ``# [start name]`` or ``# [end name]``.
-REGION_MARKER = re.compile(r"^\s*# \[(?:start|end) [A-Za-z0-9_-]+\]\s*$")
-
-
 def _shown_recipe(record: dict[str, Any]) -> str:
     """``snippets/...py`` for the recipe a run record describes."""
     source = Path(record.get("source") or f"snippets/{record['recipe']}.py")
-    return f"snippets/{source.relative_to(snippets_of(source))}" if "snippets" in source.parts[:-1] else str(source)
+    return shown(source) if "snippets" in source.parts[:-1] else str(source)
 
 
 def _recipe_source(gallery_conf: dict[str, Any], fname: str) -> Path:
     examples = gallery_conf["examples_dirs"]
     examples = examples if isinstance(examples, str) else examples[0]
-    snippets = (Path(gallery_conf["src_dir"]) / examples).resolve()
-    # sphinx-gallery names the file only, not its subsection; stems are unique.
-    found = [path for path in recipe_files(snippets) if path.name == Path(fname).name]
-    return found[0] if found else snippets / Path(fname).name
+    # sphinx-gallery names the file only, not its subsection.
+    return find_recipe((Path(gallery_conf["src_dir"]) / examples).resolve(), fname)
 
 
 def recipe_hook(gallery_conf: dict[str, Any], fname: str | None, when: str) -> None:
@@ -340,7 +335,7 @@ class RecipeTimesDirective(SphinxDirective):
                 logger.warning("recipe-times: recipe %r has no run record", source.stem,
                                location=self.get_location(), type="xnnguide", subtype="stamp")
                 continue
-            rows.append((record["seconds"], [f"snippets/{source.relative_to(snippets)}", f"{record['seconds']:.1f} s",
+            rows.append((record["seconds"], [shown(source), f"{record['seconds']:.1f} s",
                                              f"{budget_seconds(source, default):g} s", record["status"],
                                              "beside others" if record.get("worker") else "alone"]))
         rows.sort(key=lambda row: -row[0])
@@ -431,7 +426,6 @@ def _start_build(app: Sphinx) -> None:
 
 def _over_budget(record: dict[str, Any], source: Path, default: float) -> str | None:
     """Why a recipe that passed must fail on time, or ``None``."""
-    shown = f"snippets/{source.relative_to(snippets_of(source))}"
     try:
         budget = budget_seconds(source, default)
     except ValueError as error:
@@ -439,7 +433,7 @@ def _over_budget(record: dict[str, Any], source: Path, default: float) -> str | 
     record["budget_seconds"] = budget
     if record.get("seconds", 0.0) <= budget:
         return None
-    return (f"{shown} ran for {record['seconds']:.1f} s, over its time budget of {budget:g} s. "
+    return (f"{shown(source)} ran for {record['seconds']:.1f} s, over its time budget of {budget:g} s. "
             f"Make it faster, or raise its budget with a line "
             f"'# xnnguide_budget_seconds = N' (default {default:g} s).")
 
@@ -481,7 +475,7 @@ def _finish_build(app: Sphinx) -> None:
             record = {"recipe": name, "source": "", "source_sha256": "", "seconds": 0.0,
                       "finished": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
                       "environment": environment.describe()}
-        source = next((path for path in recipe_files(snippets) if path.stem == name), snippets / f"{name}.py")
+        source = find_recipe(snippets, name)
         if status == "passed" and source.is_file():
             late = _over_budget(record, source, default)
             if late:
