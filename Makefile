@@ -93,10 +93,10 @@ recipe: venv ## run one recipe alone, no site build: make recipe R=snippets/<nam
 # BENCH_ARGS=--alone also times every recipe run alone, in a fresh interpreter.
 BENCH_ARGS ?=
 bench: venv ## time a cold, a no-op and a one-recipe rebuild, and the cold build's memory
-	$(BIN)/python -m xnnguide.bench --make "$(MAKE) --no-print-directory VENV=$(VENV)" $(BENCH_ARGS)
+	$(BIN)/python -m xnnguide.tools.bench --make "$(MAKE) --no-print-directory VENV=$(VENV)" $(BENCH_ARGS)
 
 bench-aot: venv ## time our AOT compiler against ExecuTorch's example one, same model and scheme
-	$(BIN)/python -m xnnguide.compare_aot_compilers $(BENCH_AOT_ARGS)
+	$(BIN)/python -m xnnguide.tools.compare_aot_compilers $(BENCH_AOT_ARGS)
 
 serve: venv ## rebuild and reload the site on every change
 	$(BIN)/sphinx-autobuild -c . -d $(BUILDDIR)/doctrees docs $(HTMLDIR) \

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT))  # the xnnguide package, even before `pip install -e .`
+sys.path.insert(0, str(ROOT))  # the xnnguide package, which is never installed
 
 project = "XNNPACK lowering guide"
 author = "the XNNPACK guide contributors"
@@ -25,9 +25,7 @@ extensions = [
     "sphinx_copybutton",
     "sphinx_design",
     "sphinx_gallery.gen_gallery",
-    "xnnguide.sphinxext",
-    "xnnguide.doccheck.sphinxext",  # the execution-ledger directive (docs/contributing/execution_ledger.md)
-    "xnnguide.sitenav",
+    "xnnguide.site",  # recipe runs and records, facts, stamps, the execution ledger, navigation
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
@@ -60,13 +58,13 @@ sphinx_gallery_conf = {
     "only_warn_on_example_error": False,
     # JUnit results, relative to the HTML output folder: _build/gallery-junit.xml.
     "junit": "../gallery-junit.xml",
-    "reset_modules": ("matplotlib", "xnnguide.sphinxext.recipe_hook"),
+    "reset_modules": ("matplotlib", "xnnguide.site.recipes.recipe_hook"),
     "reset_modules_order": "both",
     "download_all_examples": True,
     # sphinx-gallery's execution-times pages load scripts and styles from
     # three CDNs: offline they break, online they tell third parties who reads
     # the site. The Contributing page shows recipe times from our own run
-    # records instead (the recipe-times directive of xnnguide.sphinxext).
+    # records instead (the recipe-times directive of xnnguide.site.recipes).
     "write_computation_times": False,
     "remove_config_comments": True,
     "show_memory": False,
@@ -77,12 +75,12 @@ sphinx_gallery_conf = {
     # lists its recipes in order.
     "subsection_order": ["../snippets/lowering", "../snippets/quantization", "../snippets/performance",
                          "../snippets/troubleshooting"],
-    "within_subsection_order": "xnnguide.sphinxext.RecipeOrder",
+    "within_subsection_order": "xnnguide.site.recipes.RecipeOrder",
     "matplotlib_animations": False,
     "line_numbers": False,
     "backreferences_dir": None,
     # Recipes run side by side in worker processes, one per core, at most 4 to
-    # bound the build's memory; xnnguide.sphinxext gives each worker its share
+    # bound the build's memory; xnnguide.site.recipes gives each worker its share
     # of threads. A recipe that measures speed opts out with
     # `# sphinx_gallery_parallel = False`: it then runs first, alone.
     "parallel": min(os.cpu_count() or 1, 4),

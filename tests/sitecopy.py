@@ -4,7 +4,7 @@ The build-cache tests need to edit files and rebuild, which they must never
 do to the real checkout. :func:`make_site` copies what a build uses (``conf.py``,
 the ``xnnguide`` package, the gallery header) into a temporary folder, with
 two pages and two recipes that take milliseconds, so that several builds fit
-in a test. The real ``conf.py`` and ``xnnguide.sphinxext`` run unchanged,
+in a test. The real ``conf.py`` and ``xnnguide.site.recipes`` run unchanged,
 including sphinx-gallery's parallel worker processes.
 """
 
@@ -38,7 +38,8 @@ import os
 print(sum(range(100)))
 
 # sphinx_gallery_start_ignore
-from xnnguide import environment, facts
+from xnnguide import environment
+from xnnguide.recipe_checks import facts
 
 facts.record("cores", environment.describe()["cores"])
 
@@ -48,7 +49,7 @@ facts.record("omp_threads", os.environ.get("OMP_NUM_THREADS", "unset"))
 '''
 
 #: A recipe that opts out of parallel execution and so runs in the Sphinx
-#: process. It imports only xnnguide.facts.
+#: process. It imports only xnnguide.recipe_checks.facts.
 BETA = '''"""
 Tiny beta
 =========
@@ -64,7 +65,7 @@ print(total)
 
 # sphinx_gallery_parallel = False
 # sphinx_gallery_start_ignore
-from xnnguide import facts
+from xnnguide.recipe_checks import facts
 
 facts.record("total", total)
 # sphinx_gallery_end_ignore

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from xnnguide.bench import TreeMemory
+from xnnguide.tools.bench import TreeMemory
 
 CHILD = "b = bytearray(300_000_000); import time; time.sleep(1.5)"
 PARENT = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {CHILD!r}], check=True)"

@@ -2,7 +2,7 @@
 
 Each test works on a throwaway copy of the site with two tiny recipes (see
 ``sitecopy.py``), builds it with the real ``conf.py`` and
-``xnnguide.sphinxext``, edits files, rebuilds, and reads which recipes ran
+``xnnguide.site.recipes``, edits files, rebuilds, and reads which recipes ran
 from the executions log (written by the recipe hook) and from
 sphinx-gallery's own list of what it ran (``_records/build.json``).
 """

@@ -1,4 +1,4 @@
-"""Tests of ``make bench-aot`` (xnnguide.compare_aot_compilers)."""
+"""Tests of ``make bench-aot`` (xnnguide.tools.compare_aot_compilers)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from xnnguide import compare_aot_compilers as bench
+from xnnguide.tools import compare_aot_compilers as bench
 
 # A stand-in compiler: sleeps argv[1] seconds, then writes a .pte into the
 # directory after -o, or exits with status 3 when argv[1] is "fail".

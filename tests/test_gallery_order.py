@@ -5,7 +5,7 @@ from __future__ import annotations
 from conftest import SNIPPETS
 
 from xnnguide.records import recipe_files
-from xnnguide.sphinxext import RecipeOrder, listed_order
+from xnnguide.site.recipes import RecipeOrder, listed_order
 
 SUBSECTIONS = ["lowering", "quantization", "performance", "troubleshooting"]
 

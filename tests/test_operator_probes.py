@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from xnnguide import operator_probes as probes
-from xnnguide.operator_probes import Claim, DelegatedNode, Lowering, ProbeRun
+from xnnguide.recipe_checks import operator_probes as probes
+from xnnguide.recipe_checks.operator_probes import Claim, DelegatedNode, Lowering, ProbeRun
 
 ADD_FP32 = Claim("add.Tensor", "AddConfig", probes.FP32)
 ADD_INT8 = Claim("add.Tensor", "AddConfig", probes.INT8)

@@ -9,7 +9,7 @@ from sphinx_gallery.py_source_parser import split_code_and_text_blocks
 
 from conftest import GALLERY, SNIPPETS
 from xnnguide.records import load_run_record, recipe_files
-from xnnguide.sphinxext import _install_execution_order, _start_long_recipes_first, starts_early
+from xnnguide.site.recipes import _install_execution_order, _start_long_recipes_first, starts_early
 
 
 def _times_something(source) -> bool:

@@ -1,12 +1,12 @@
-"""Unit tests of xnnguide.quantization, the one implementation of the schemes."""
+"""Unit tests of xnnguide.tools.quantization, the one implementation of the schemes."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from xnnguide import quantization
-from xnnguide.quantization import SCHEMES, quantize
+from xnnguide.tools import quantization
+from xnnguide.tools.quantization import SCHEMES, quantize
 
 
 class _TinyModel(torch.nn.Module):

@@ -23,7 +23,7 @@ model = torch.nn.Linear(2, 2)
 # [end model]
 
 # sphinx_gallery_start_ignore
-from xnnguide import facts
+from xnnguide.recipe_checks import facts
 
 # sphinx_gallery_parallel = False
 facts.record("weights", model.weight.numel())
@@ -72,7 +72,7 @@ def test_a_side_effect_import_that_says_so_passes(tmp_path):
 
 
 def test_xnnguide_in_visible_code_or_prose_is_reported(tmp_path):
-    text = RECIPE.replace("import torch\n", "import torch\n\n# see xnnguide.models\nfrom xnnguide.models import x\n")
+    text = RECIPE.replace("import torch\n", "import torch\n\n# see xnnguide.tools.models\nfrom xnnguide.tools.models import x\n")
     text = text.replace("torch.nn.Linear(2, 2)", "x(torch.nn.Linear(2, 2))")
     problems = check([write(tmp_path, "private.py", text)])
     assert [problem.split(": reader code: ")[0] for problem in problems] == [
@@ -86,9 +86,9 @@ def test_unbalanced_ignore_blocks_are_an_error():
 
 
 def test_pages_that_show_xnnguide_code_are_reported(tmp_path):
-    page = write(tmp_path, "page.md", "# Page\n\n```{literalinclude} %s\n```\n\n```python\nfrom xnnguide import facts\n```\n"
+    page = write(tmp_path, "page.md", "# Page\n\n```{literalinclude} %s\n```\n\n```python\nfrom xnnguide.recipe_checks import facts\n```\n"
                  % (ROOT / "xnnguide" / "facts.py"))
-    console = write(tmp_path, "tool.md", "```console\n$ python -m xnnguide.aot_compiler --help\n```\n")
+    console = write(tmp_path, "tool.md", "```console\n$ python -m xnnguide.tools.aot_compiler --help\n```\n")
     problems = check([page, console])
     assert [problem.split(": reader code: ")[0] for problem in problems] == [f"{page}:3", f"{page}:7"]
 

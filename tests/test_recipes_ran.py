@@ -10,7 +10,7 @@ import pytest
 from conftest import BUILD, GALLERY, ROOT, SNIPPETS
 from xnnguide.results import check_recipes, junit_failures
 from xnnguide.records import load_run_record, recipe_files, records_dir
-from xnnguide.sphinxext import starts_early
+from xnnguide.site.recipes import starts_early
 
 pytestmark = pytest.mark.build
 

@@ -21,7 +21,7 @@ def run(recipe, cwd=ROOT) -> subprocess.CompletedProcess[str]:
 
 def test_a_passing_recipe_reports_pass_time_and_facts(tmp_path):
     recipe = tmp_path / "tiny_ok.py"
-    recipe.write_text('"""\nOk\n==\n"""\nfrom pathlib import Path\nfrom xnnguide import facts\n'
+    recipe.write_text('"""\nOk\n==\n"""\nfrom pathlib import Path\nfrom xnnguide.recipe_checks import facts\n'
                       'Path("made.pte").write_bytes(b"x")\nfacts.record("answer", 42, "forty-two")\n')
     result = run(str(recipe))
     assert result.returncode == 0, result.stdout + result.stderr

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from conftest import GALLERY, SNIPPETS, recipe, shown_facts, table_rows
-from xnnguide import facts
+from xnnguide.recipe_checks import facts
 from xnnguide.records import recipe_files, records_dir
 
 

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from conftest import DOCS, GALLERY, recipe, shown_facts, table_rows
-from xnnguide import facts
+from xnnguide.recipe_checks import facts
 from xnnguide.records import records_dir
 
 pytestmark = pytest.mark.build
@@ -26,7 +26,7 @@ def recorded(recipe):
 
 
 def test_operator_page_lists_every_claimed_operator_with_a_status(built_site):
-    from xnnguide import operator_probes as probes
+    from xnnguide.recipe_checks import operator_probes as probes
 
     rows = {row[0]: row for row in table_rows(built_site / "reference" / "operators.html") if len(row) >= 5}
     statuses = (probes.VERIFIED, probes.NOT_DELEGATED, probes.FAILED, probes.MISMATCH, probes.NO_PROBE)

@@ -150,7 +150,7 @@ def page_problems(path: Path, shown: str | None = None) -> list[str]:
 
     That is a ``literalinclude`` of one of its files, or an import of it in a
     Python code block. Console blocks that run the repository's own tools
-    (``python -m xnnguide.aot_compiler``) are not reader code and pass.
+    (``python -m xnnguide.tools.aot_compiler``) are not reader code and pass.
     """
     shown = shown or str(path)
     problems = []

@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {args.recipe}: no such recipe file (expected a .py file under snippets/)", file=sys.stderr)
         return 2
 
-    from xnnguide import facts
+    from xnnguide.recipe_checks import facts
     from xnnguide.records import budget_seconds
 
     try:

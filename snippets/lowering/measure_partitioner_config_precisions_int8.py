@@ -165,7 +165,7 @@ for label, result in measured.items():
     print(f"{label:15s} max abs error vs quantized eager: {result['error']:.1e} (tolerance {tolerance:.1e})")
 
 # sphinx_gallery_start_ignore
-from xnnguide import facts
+from xnnguide.recipe_checks import facts
 
 default, fp32, static, dynamic = (measured[k] for k in settings)
 assert reference.abs().max().item() > 10 * tolerance, "outputs too small for the tolerance to mean anything"

@@ -39,7 +39,7 @@ print("fp32:", ", ".join(sorted(target for target, precision in claims if precis
 # It lowers and runs dozens of probe programs, several times longer than most
 # recipes: start it first, so that the short ones fill the other cores.
 # xnnguide_start_early = True
-from xnnguide import facts, operator_probes
+from xnnguide.recipe_checks import facts, operator_probes
 
 # The reader's list of claims is the one the site's probes check.
 precision_names = {"FP32": operator_probes.FP32, "STATIC_QUANT": operator_probes.INT8,
@@ -47,7 +47,7 @@ precision_names = {"FP32": operator_probes.FP32, "STATIC_QUANT": operator_probes
 site_claims = operator_probes.claims()
 assert sorted((target, precision_names.get(precision, precision.lower())) for target, precision in claims) == sorted(
     (claim.target, claim.precision) for claim in site_claims
-), "the recipe's claims differ from xnnguide.operator_probes.claims()"
+), "the recipe's claims differ from xnnguide.recipe_checks.operator_probes.claims()"
 # sphinx_gallery_end_ignore
 
 # %%

@@ -40,7 +40,7 @@ cores = os.cpu_count() or 1
 print(f"CPU: {cpu}, {cores} logical cores ({platform.machine()})")
 
 # sphinx_gallery_start_ignore
-from xnnguide import facts
+from xnnguide.recipe_checks import facts
 
 facts.record("cpu", cpu)
 facts.record("cores", cores)

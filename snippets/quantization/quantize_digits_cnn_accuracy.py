@@ -186,7 +186,7 @@ for scheme in quantized:
 # sphinx_gallery_start_ignore
 import os
 
-from xnnguide import facts
+from xnnguide.recipe_checks import facts
 
 # A trained network, not a coin toss: otherwise "within 2 points" means little.
 assert measured["fp32 eager"] > 0.9, measured

@@ -184,7 +184,7 @@ print(f".pte size, int8 / fp32: {size_ratio:.2f}")
 # times longer than most recipes: start it first, so that the short ones fill
 # the other cores.
 # xnnguide_start_early = True
-from xnnguide import facts, quantization
+from xnnguide.recipe_checks import facts, quantization
 
 # The tolerance means something only if the logits are not vanishingly small.
 logit_scale = fp32_output.abs().max().item()

@@ -23,7 +23,7 @@ print("XnnpackBackend available:", runtime.backend_registry.is_available("Xnnpac
 # [end missing_backend_registry]
 
 # sphinx_gallery_start_ignore
-from xnnguide import facts
+from xnnguide.recipe_checks import facts
 
 registered = runtime.backend_registry.registered_backend_names
 assert "XnnpackBackend" in registered, registered
@@ -113,7 +113,7 @@ print("runtime log:", runtime_log.getvalue(), sep="\n")
 
 # sphinx_gallery_start_ignore
 # The page names the code; read the name from the installed runtime's Error enum.
-from xnnguide.runtime_errors import error_name
+from xnnguide.recipe_checks.runtime_errors import error_name
 
 assert load_error == "Failed to load method forward, error: 0x:20", load_error
 assert error_name(load_error) == "NotFound"

@@ -46,7 +46,7 @@ print(program.metadata("forward"))
 # [end inputs_metadata]
 
 # sphinx_gallery_start_ignore
-from xnnguide import facts
+from xnnguide.recipe_checks import facts
 
 meta = str(program.metadata("forward"))
 assert "sizes=[2, 16], dtype=Float" in meta, meta
@@ -77,7 +77,7 @@ print("runtime log:", shape_log.getvalue(), sep="\n")
 
 # sphinx_gallery_start_ignore
 # The page names the codes; read the names from the installed runtime's Error enum.
-from xnnguide.runtime_errors import error_name
+from xnnguide.recipe_checks.runtime_errors import error_name
 
 assert error_name(shape_error) == "NotSupported", shape_error
 assert shape_error == "method->set_inputs() for method 'forward' failed with error 0x10", shape_error

@@ -224,9 +224,9 @@ def record_results(
     the relative errors, shown with *digits* decimals; a ``results`` table
     with one row per program, its error column headed "vs *eager* eager";
     and ``schemes``, the scheme this recipe ran end to end. Figures only one
-    recipe reports, it records itself with :func:`xnnguide.facts.record`.
+    recipe reports, it records itself with :func:`xnnguide.recipe_checks.facts.record`.
     """
-    from xnnguide import facts
+    from xnnguide.recipe_checks import facts
 
     fp32_size, quantized_size = os.path.getsize(fp32_pte), os.path.getsize(quantized_pte)
     size_ratio = quantized_size / fp32_size

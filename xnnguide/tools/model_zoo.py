@@ -6,7 +6,7 @@ tuple of tensors ``torch.export`` traces it with. The named models below are
 such factories; ``--model path/to/file.py:factory`` names a user's.
 
 Nothing here downloads anything. The torchvision models are built with
-``weights=None`` and go through :func:`xnnguide.models.calibrate_batchnorm`,
+``weights=None`` and go through :func:`xnnguide.tools.models.calibrate_batchnorm`,
 without which their outputs shrink to about ``1e-9`` and every comparison
 with eager PyTorch would pass whatever the ``.pte`` computes.
 """
@@ -117,7 +117,7 @@ def _torchvision(builder_name: str) -> Callable[[], tuple[torch.nn.Module, tuple
     def factory() -> tuple[torch.nn.Module, tuple[Any, ...]]:
         import torchvision
 
-        from xnnguide.models import calibrate_batchnorm
+        from xnnguide.tools.models import calibrate_batchnorm
 
         torch.manual_seed(0)
         model = calibrate_batchnorm(getattr(torchvision.models, builder_name)(weights=None))
@@ -265,7 +265,7 @@ def calibration_inputs(example_inputs: tuple[Any, ...], count: int, seed: int = 
     deviation, and integer tensors (such as token ids) uniformly between the
     example's smallest and largest value. Random data calibrates the
     compiler's checks, not a model's accuracy: for a deployed model,
-    calibrate with real samples through :func:`xnnguide.quantization.quantize`.
+    calibrate with real samples through :func:`xnnguide.tools.quantization.quantize`.
     """
     generator = torch.Generator().manual_seed(seed)
     samples = [example_inputs]

@@ -1,8 +1,8 @@
 """Compile a PyTorch model to an XNNPACK ``.pte`` file in one command.
 
-``python -m xnnguide.aot_compiler --model mv2 -o out/`` runs the flow every
+``python -m xnnguide.tools.aot_compiler --model mv2 -o out/`` runs the flow every
 page of the guide teaches: ``torch.export``, optional quantization (the
-schemes of :mod:`xnnguide.quantization`), ``to_edge_transform_and_lower``
+schemes of :mod:`xnnguide.tools.quantization`), ``to_edge_transform_and_lower``
 with the XNNPACK transform passes and partitioner, and serialization. With
 ``--test-after-export`` it then loads the file on the ExecuTorch runtime and
 compares its output with eager PyTorch.
@@ -23,7 +23,6 @@ import contextlib
 import io
 import logging
 import os
-import re
 import sys
 import sysconfig
 import tempfile
@@ -37,8 +36,9 @@ from typing import Any, Callable, Iterator, Sequence
 import torch
 import torch.utils._pytree as pytree
 
-from xnnguide import model_zoo
-from xnnguide.quantization import SCHEMES, quantize
+from xnnguide.recipe_checks.delegation import delegate_calls, ops_inside_delegates, ops_outside_delegates
+from xnnguide.tools import model_zoo
+from xnnguide.tools.quantization import SCHEMES, quantize
 
 
 @contextlib.contextmanager
@@ -64,7 +64,7 @@ with _quiet_imports():
     from executorch.backends.xnnpack.utils.configs import get_transform_passes
     from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
 
-PROG = "python -m xnnguide.aot_compiler"
+PROG = "python -m xnnguide.tools.aot_compiler"
 NAME = "aot_compiler"
 
 # Schemes whose activation ranges are frozen from calibration inputs.
@@ -354,55 +354,19 @@ def export_error_message(error: BaseException) -> str:
 # -- the compiler -----------------------------------------------------------------------
 
 
-@dataclass
-class Delegation:
-    """How a lowered graph divides between XNNPACK and the portable kernels.
+def delegation_table(graph_module: Any) -> list[str]:
+    """Lines of a table: each operator's nodes inside XNNPACK and left outside it.
 
-    The same counts as ``executorch.devtools.backend_debug.get_delegation_info``,
-    which the guide's recipes print (a test checks they agree); counted here
-    because importing the devtools costs a third of a second per compile.
+    Counted by :mod:`xnnguide.recipe_checks.delegation`, the one place this
+    repository counts delegation; the ``getitem`` nodes that unpack a
+    delegate's outputs are plumbing, not work left undone, and are not rows.
     """
-
-    subgraphs: int
-    by_operator: dict[str, list[int]]  # operator -> [inside XNNPACK, left outside]
-
-    @property
-    def delegated_nodes(self) -> int:
-        return sum(counts[0] for counts in self.by_operator.values())
-
-    @property
-    def non_delegated_nodes(self) -> int:
-        return sum(counts[1] for counts in self.by_operator.values())
-
-
-def count_delegation(graph_module: Any) -> Delegation:
-    """Count the operator nodes of *graph_module* inside and outside its delegates."""
-    by_operator: dict[str, list[int]] = {}
-    subgraphs = 0
-
-    def count(node_name: str, inside: int) -> None:
-        # Node names are the operator's, with _<n> appended to repeats.
-        counts = by_operator.setdefault(re.sub(r"_\d+$", "", node_name), [0, 0])
-        counts[inside] += 1
-
-    for node in graph_module.graph.nodes:
-        if node.op == "call_function" and re.sub(r"_\d+$", "", node.name) != "executorch_call_delegate":
-            count(node.name, 1)
-        elif node.op == "get_attr" and node.name.startswith("lowered_module_"):
-            subgraphs += 1
-            for inner in getattr(graph_module, node.name).original_module.graph.nodes:
-                if inner.op == "call_function":
-                    count(inner.name, 0)
-    return Delegation(subgraphs, by_operator)
-
-
-def delegation_table(delegation: Delegation) -> list[str]:
-    """Lines of a table: each operator's nodes inside XNNPACK and left to portable kernels."""
-    rows = sorted(delegation.by_operator.items())
-    width = max([len("operator"), *(len(name) for name, _ in rows)])
-    lines = [f"  {'operator':<{width}}  {'XNNPACK':>8}  {'portable':>8}"]
-    lines += [f"  {name:<{width}}  {inside:>8}  {outside:>8}" for name, (inside, outside) in rows]
-    lines.append(f"  {'total':<{width}}  {delegation.delegated_nodes:>8}  {delegation.non_delegated_nodes:>8}")
+    inside, outside = ops_inside_delegates(graph_module), ops_outside_delegates(graph_module)
+    rows = [(name, inside[name], outside[name]) for name in sorted(inside.keys() | outside.keys())]
+    width = max([len("operator"), *(len(name) for name, _, _ in rows)])
+    lines = [f"  {'operator':<{width}}  {'XNNPACK':>8}  {'outside':>8}"]
+    lines += [f"  {name:<{width}}  {a:>8}  {b:>8}" for name, a, b in rows]
+    lines.append(f"  {'total':<{width}}  {sum(inside.values()):>8}  {sum(outside.values()):>8}")
     return lines
 
 
@@ -412,7 +376,7 @@ class Result:
 
     pte_path: Path
     pte_size: int
-    delegation: Delegation
+    subgraphs: int
     max_abs_error: float | None = None
     max_abs_error_fp32: float | None = None
 
@@ -546,16 +510,16 @@ def compile_model(args: argparse.Namespace) -> Result:
     with progress.step("lower to XNNPACK"):
         edge = _lower(args, exported)
     # Counted before to_executorch(), which adds memory-planning nodes to the graph.
-    delegation = count_delegation(edge.exported_program().graph_module)
+    graph_module = edge.exported_program().graph_module
+    subgraphs, table = delegate_calls(graph_module), delegation_table(graph_module)
 
     with progress.step("serialize"):
         _serialize(args, edge, pte_path)
 
-    result = Result(pte_path, pte_path.stat().st_size, delegation)
-    subgraphs = delegation.subgraphs
+    result = Result(pte_path, pte_path.stat().st_size, subgraphs)
     print(f"\nDelegation ({'with' if args.transform_passes else 'without'} transform passes): "
           f"{subgraphs} XNNPACK subgraph{'' if subgraphs == 1 else 's'}")
-    print("\n".join(delegation_table(delegation)))
+    print("\n".join(table))
     print(f"\nWrote {pte_path} ({result.pte_size:,} bytes)")
     if args.etrecord is not None:
         print(f"Wrote {args.etrecord} ({args.etrecord.stat().st_size:,} bytes)")

@@ -12,7 +12,7 @@ One run measures, on this checkout and this machine:
   their run records, and the **fixed Sphinx cost**: the cold build's wall
   time minus the time sphinx-gallery spent running recipes;
 * the **peak resident memory of the cold build**, all its processes together
-  (make, Sphinx, sphinx-gallery's worker processes), sampled from ``/proc``
+  (make, Sphinx, sphinx-gallery's worker processes), sampled with psutil
   every 0.25 s. Two sums are reported: of RSS, an upper bound that counts a
   shared library once per process, and of PSS, which splits shared pages
   between the processes that map them.
@@ -30,60 +30,34 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
+import psutil
+
 from xnnguide import environment
 from xnnguide.records import recipe_files
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GALLERY = ROOT / "docs" / "gallery"
 RECORDS = GALLERY / "_records"
 GB = 1e9
 
 
-def _children() -> dict[int, list[int]]:
-    tree: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", encoding="utf-8") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        # The command name sits in parentheses and may hold spaces.
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        tree.setdefault(ppid, []).append(int(entry.name))
-    return tree
-
-
-def _tree(root: int) -> list[int]:
-    children, found, todo = _children(), [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, []))
-    return found
-
-
-def _memory(pid: int) -> tuple[int, int]:
-    """(RSS, PSS) of one process in bytes; zeros if it has gone."""
+def _tree_memory(root: psutil.Process) -> tuple[int, int, int]:
+    """(RSS, PSS, processes) of *root* and all its descendants; processes that end meanwhile count 0."""
     rss = pss = 0
-    try:
-        with open(f"/proc/{pid}/smaps_rollup", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("Rss:"):
-                    rss = int(line.split()[1]) * 1024
-                elif line.startswith("Pss:"):
-                    pss = int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return rss, pss
+    processes = [root, *root.children(recursive=True)]
+    for process in processes:
+        try:
+            memory = process.memory_full_info()  # on Linux it carries PSS (smaps)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+        rss, pss = rss + memory.rss, pss + memory.pss
+    return rss, pss, len(processes)
 
 
 class TreeMemory(threading.Thread):
@@ -97,12 +71,14 @@ class TreeMemory(threading.Thread):
         self._halt = threading.Event()
 
     def run(self) -> None:
+        try:
+            root = psutil.Process(self.pid)
+        except psutil.NoSuchProcess:
+            return
         while not self._halt.is_set():
-            pids = _tree(self.pid)
-            sizes = [_memory(pid) for pid in pids]
-            rss, pss = sum(s[0] for s in sizes), sum(s[1] for s in sizes)
+            rss, pss, processes = _tree_memory(root)
             if rss > self.peak_rss:
-                self.peak_rss, self.peak_processes = rss, len(pids)
+                self.peak_rss, self.peak_processes = rss, processes
             self.peak_pss = max(self.peak_pss, pss)
             self._halt.wait(self.interval)
 
@@ -142,7 +118,7 @@ def _recipe_seconds(names: list[str]) -> dict[str, float]:
 
 
 def _load() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    return " ".join(f"{load:.2f}" for load in psutil.getloadavg())
 
 
 def _verdict(ok: bool) -> str:
@@ -150,7 +126,7 @@ def _verdict(ok: bool) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m xnnguide.bench", description="Measure how fast the site builds.")
+    parser = argparse.ArgumentParser(prog="python -m xnnguide.tools.bench", description="Measure how fast the site builds.")
     parser.add_argument("--make", default="make", help="the make command, with its variables (default: make)")
     parser.add_argument("--edit", type=Path, help="the recipe to edit (default: the fastest one)")
     parser.add_argument("--alone", action="store_true", help="also run every recipe alone and sum their times")

@@ -35,7 +35,7 @@ from typing import Callable  # typing.Callable: Sphinx resolves it without an in
 import torch
 import torch.nn.functional as F
 
-from xnnguide.delegation import delegated_graphs, op_name, ops_outside_delegates
+from xnnguide.recipe_checks.delegation import delegated_graphs, op_name, ops_outside_delegates
 
 #: Column names of the three precisions, in table order.
 FP32, INT8, DYNAMIC_INT8 = "fp32", "int8 (static)", "int8 (dynamic)"

@@ -16,7 +16,6 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from docutils import nodes
 from sphinx.application import Sphinx
@@ -95,9 +94,8 @@ def _table(header: list[str], rows: list[list[str]]) -> nodes.table:
     return nodes.table("", group, classes=["xnnguide-ledger"])
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def register(app: Sphinx) -> None:
     app.add_config_value("doccheck_paths", [], "env")
     app.add_config_value("doccheck_timeout", 1800, "env")
     app.add_directive("execution-ledger", ExecutionLedgerDirective)
     app.connect("builder-inited", _start, priority=450)  # before sphinx-gallery (500) runs the recipes
-    return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

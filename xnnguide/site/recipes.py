@@ -3,7 +3,7 @@
 What it adds to a build:
 
 * :func:`recipe_hook`, given to sphinx-gallery's ``reset_modules``: before a
-  recipe runs it opens the recipe's facts file (:mod:`xnnguide.facts`); after
+  recipe runs it opens the recipe's facts file (:mod:`xnnguide.recipe_checks.facts`); after
   it, it writes a *run record* (status, time, versions, CPU, date) and
   appends a line to the executions log, so tests can tell what ran.
 * the ``fact`` role and ``fact-table`` directive, which put a figure recorded
@@ -39,7 +39,8 @@ from sphinx.errors import ExtensionError
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
-from xnnguide import environment, facts, reader_code
+from xnnguide import environment, reader_code
+from xnnguide.recipe_checks import facts
 from xnnguide.records import (DEFAULT_BUDGET_SECONDS, budget_seconds, dependency_key, load_run_record, recipe_files,
                               find_recipe, records_dir, shown, source_digest, stale_reason, write_run_record)
 from xnnguide.regions import MARKER as REGION_MARKER
@@ -107,7 +108,7 @@ def _install_execution_order() -> None:
     split = getattr(gen_rst, "_split_parallel", None)
     if split is None:
         raise ExtensionError(
-            "xnnguide.sphinxext: sphinx_gallery.gen_rst._split_parallel is gone from this "
+            "xnnguide.site.recipes: sphinx_gallery.gen_rst._split_parallel is gone from this "
             "sphinx-gallery; the start-early order of recipes (xnnguide_start_early) needs it"
         )
     if not getattr(split, "xnnguide_wrapped", False):
@@ -299,7 +300,7 @@ def _table(header: list[str], rows: list[list[str]], caption: str | None, kind: 
 
 
 class FactTableDirective(SphinxDirective):
-    """A table recorded by a recipe with :func:`xnnguide.facts.record_table`."""
+    """A table recorded by a recipe with :func:`xnnguide.recipe_checks.facts.record_table`."""
 
     required_arguments = 1
     option_spec = {"caption": directives.unchanged}
@@ -509,7 +510,8 @@ def _finish_build(app: Sphinx) -> None:
     reader_code.write_downloads(gallery, snippets)
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def register(app: Sphinx) -> None:
+    """Add run records, facts, stamps and recipe times to the build (called by :func:`xnnguide.site.setup`)."""
     app.add_config_value("xnnguide_gallery_dir", "gallery", "env")
     app.add_config_value("xnnguide_default_budget_seconds", DEFAULT_BUDGET_SECONDS, "")
     _install_execution_order()
@@ -522,4 +524,3 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("builder-inited", _start_build, priority=400)
     # After sphinx-gallery has run the recipes and judged them.
     app.connect("builder-inited", _finish_build, priority=600)
-    return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

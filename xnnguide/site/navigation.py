@@ -73,7 +73,6 @@ def _navigation_changed(app: Sphinx, env: Any, added: set[str], changed: set[str
     return []
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def register(app: Sphinx) -> None:
     app.connect("html-page-context", _page_context)
     app.connect("env-get-outdated", _navigation_changed)
-    return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

@@ -7,7 +7,7 @@ Both compilers turn the same one-layer linear model into an int8 XNNPACK
   --model_name linear --delegate -q``, the example the executorch wheel
   ships. For ``linear`` it quantizes statically with per-channel weights and
   calibrates on the single example input.
-* **ours**: ``python -m xnnguide.aot_compiler --model linear --quantize
+* **ours**: ``python -m xnnguide.tools.aot_compiler --model linear --quantize
   int8-static --calibration-samples 1``: the same scheme and the same amount
   of calibration.
 
@@ -35,7 +35,7 @@ from typing import Sequence
 COMMANDS: dict[str, list[str]] = {
     "upstream": [sys.executable, "-m", "executorch.examples.xnnpack.aot_compiler",
                  "--model_name", "linear", "--delegate", "-q"],
-    "ours": [sys.executable, "-m", "xnnguide.aot_compiler",
+    "ours": [sys.executable, "-m", "xnnguide.tools.aot_compiler",
              "--model", "linear", "--quantize", "int8-static", "--calibration-samples", "1"],
 }
 """Name -> command; ``-o <directory>`` is appended to each."""
@@ -97,7 +97,7 @@ def _load() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m xnnguide.compare_aot_compilers", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m xnnguide.tools.compare_aot_compilers", description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5, help="runs of each compiler (default: 5)")
     args = parser.parse_args(argv)
     if args.rounds < 1:

@@ -1,0 +1,27 @@
+"""The Sphinx side of the guide, one extension (``xnnguide.site`` in ``conf.py``).
+
+* :mod:`.recipes`: run records of the recipes sphinx-gallery runs, the build
+  cache and the order of runs, the ``fact`` role, the ``fact-table``,
+  ``verified-stamp`` and ``recipe-times`` directives;
+* :mod:`.ledger`: the ``execution-ledger`` directive, what became of every
+  code block (it runs the drift checker, :mod:`xnnguide.doccheck`);
+* :mod:`.navigation`: the header and sidebar by kind of page.
+
+Run records themselves are Sphinx-free (:mod:`xnnguide.records`), so the
+checker, ``make recipe`` and the tests read them without Sphinx.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sphinx.application import Sphinx
+
+from xnnguide.site import ledger, navigation, recipes
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    recipes.register(app)
+    ledger.register(app)
+    navigation.register(app)
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}
