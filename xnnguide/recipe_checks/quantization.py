@@ -1,0 +1,63 @@
+"""What every quantization recipe records for the Quantization page.
+
+The quantization itself lives in :mod:`xnnguide.tools.quantization`; this
+module only turns a recipe's measured programs into facts and a table.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from xnnguide.recipe_checks import facts
+
+
+def record_results(
+    scheme: str,
+    fp32_pte: str | os.PathLike[str],
+    quantized_pte: str | os.PathLike[str],
+    fp32_delegation: Any,
+    quantized_delegation: Any,
+    error_vs_quantized_eager: float,
+    error_vs_fp32: float,
+    *,
+    digits: int = 4,
+    eager: str = "int8",
+) -> None:
+    """Record the figures every quantization recipe reports, for the Quantization page.
+
+    The two ``.pte`` files' sizes and their ratio; the quantized program's
+    delegated and non-delegated node counts and subgraphs (from
+    ``get_delegation_info``, *fp32_delegation* and *quantized_delegation*);
+    the relative errors, shown with *digits* decimals; a ``results`` table
+    with one row per program, its error column headed "vs *eager* eager";
+    and ``schemes``, the scheme this recipe ran end to end. Figures only one
+    recipe reports, it records itself with :func:`xnnguide.recipe_checks.facts.record`.
+    """
+    fp32_size, quantized_size = os.path.getsize(fp32_pte), os.path.getsize(quantized_pte)
+    size_ratio = quantized_size / fp32_size
+    facts.record("relative_error_vs_int8_eager", error_vs_quantized_eager,
+                 f"{error_vs_quantized_eager:.{digits}f}")
+    facts.record("relative_error_vs_fp32", error_vs_fp32, f"{error_vs_fp32:.{digits}f}")
+    facts.record("fp32_pte_size_bytes", fp32_size, f"{fp32_size:,} bytes")
+    facts.record("int8_pte_size_bytes", quantized_size, f"{quantized_size:,} bytes")
+    facts.record("size_ratio", size_ratio, f"{size_ratio:.2f}")
+    facts.record("delegated_nodes", quantized_delegation.num_delegated_nodes)
+    facts.record("non_delegated_nodes", quantized_delegation.num_non_delegated_nodes)
+    facts.record("delegated_subgraphs", quantized_delegation.num_delegated_subgraphs)
+
+    def nodes(delegation: Any) -> str:
+        return f"{delegation.num_delegated_nodes} / {delegation.num_non_delegated_nodes}"
+
+    facts.record_table(
+        "results",
+        ["Program", ".pte bytes", "Size vs fp32", "Nodes delegated / not",
+         f"Rel. error vs {eager} eager", "Rel. error vs fp32"],
+        [
+            ["fp32", f"{fp32_size:,}", "1.00", nodes(fp32_delegation), "", ""],
+            [scheme, f"{quantized_size:,}", f"{size_ratio:.2f}", nodes(quantized_delegation),
+             f"{error_vs_quantized_eager:.{digits}f}", f"{error_vs_fp32:.{digits}f}"],
+        ],
+    )
+    # The schemes this run exercised end to end; the Quantization page's test reads them.
+    facts.record("schemes", [scheme], scheme)
