@@ -28,7 +28,7 @@ ENV_KEY   := $(shell cat requirements.txt pyproject.toml | sha256sum | cut -c1-1
 ENV_STAMP := $(VENV)/.installed-$(ENV_KEY)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv html browser linkcheck test check recipe new-recipe bench bench-aot serve clean distclean
+.PHONY: help venv html browser linkcheck test check check-build recipe new-recipe bench bench-aot serve clean distclean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -85,6 +85,9 @@ check: venv ## fast static checks (drift rules, reader code, README copies, pins
 	$(BIN)/python -m xnnguide.doccheck $(DOCCHECK_PATHS)
 	$(BIN)/python -m xnnguide.reader_code $(DOCCHECK_PATHS)
 	$(BIN)/python -m pytest -q -m "not build" $(PYTEST_ARGS) $(CHECK_TESTS)
+
+check-build: venv ## the drift checks against the last `make html`: failed recipes, blocks without a fate
+	$(BIN)/python -m xnnguide.doccheck --build $(DOCCHECK_PATHS)
 
 recipe: venv ## run one recipe alone, no site build: make recipe R=snippets/<name>.py
 	@test -n "$(R)" || { echo "usage: make recipe R=snippets/<name>.py" >&2; exit 2; }
