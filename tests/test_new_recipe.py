@@ -73,3 +73,13 @@ def test_a_bad_name_is_one_line_and_writes_nothing(checkout, argv, says):
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1 and says in result.stderr
     after = {path: path.read_bytes() for path in (checkout / "snippets").rglob("*") if path.is_file()}
     assert after == before
+
+
+def test_the_contributing_page_shows_the_snippet_new_recipe_prints():
+    from xnnguide.new_recipe import PAGE_SNIPPET
+
+    page = (ROOT / "docs" / "contributing" / "index.md").read_text(encoding="utf-8")
+    shown = page.split("````markdown\n", 1)[1].split("````", 1)[0]
+    printed = PAGE_SNIPPET.format(name="lower_resnet18_fp32", recipe="snippets/lowering/lower_resnet18_fp32.py")
+    printed = printed.split("relative to the page):\n\n", 1)[1].split("\nThe recipe's other region", 1)[0]
+    assert shown.strip() == printed.strip(), "docs/contributing/index.md: the page snippet of 'Add a recipe' drifted"
