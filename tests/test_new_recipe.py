@@ -83,3 +83,12 @@ def test_the_contributing_page_shows_the_snippet_new_recipe_prints():
     printed = PAGE_SNIPPET.format(name="lower_resnet18_fp32", recipe="snippets/lowering/lower_resnet18_fp32.py")
     printed = printed.split("relative to the page):\n\n", 1)[1].split("\nThe recipe's other region", 1)[0]
     assert shown.strip() == printed.strip(), "docs/contributing/index.md: the page snippet of 'Add a recipe' drifted"
+
+
+def test_each_template_marker_occurs_once():
+    # literalinclude's :start-after: finds the first occurrence of the text, prose included.
+    from xnnguide.new_recipe import TEMPLATE
+
+    text = TEMPLATE.read_text(encoding="utf-8")
+    for marker in ("# [start lower]", "# [end lower]", "# [start run]", "# [end run]"):
+        assert text.count(marker) == 1, f"{TEMPLATE}: {marker!r} occurs {text.count(marker)} times"

@@ -11,8 +11,8 @@ one step at a time and run ``make recipe`` after each.
 # Export a model and lower it to XNNPACK
 # --------------------------------------
 # Prose goes in comment blocks that start with ``# %%``. The lines between
-# ``# [start lower]`` and ``# [end lower]`` form the region ``lower``, which a
-# page shows with ``literalinclude``.
+# the two marker comments below form the region ``lower``, which a page
+# shows with ``literalinclude``.
 
 # [start lower]
 import torch
