@@ -28,7 +28,7 @@ ENV_KEY   := $(shell cat requirements.txt pyproject.toml | sha256sum | cut -c1-1
 ENV_STAMP := $(VENV)/.installed-$(ENV_KEY)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv html browser linkcheck test check recipe bench bench-aot serve clean distclean
+.PHONY: help venv html browser linkcheck test check check-build recipe new-recipe bench bench-aot serve clean distclean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -86,9 +86,17 @@ check: venv ## fast static checks (drift rules, reader code, README copies, pins
 	$(BIN)/python -m xnnguide.reader_code $(DOCCHECK_PATHS)
 	$(BIN)/python -m pytest -q -m "not build" $(PYTEST_ARGS) $(CHECK_TESTS)
 
+check-build: venv ## the drift checks against the last `make html`: failed recipes, blocks without a fate
+	$(BIN)/python -m xnnguide.doccheck --build $(DOCCHECK_PATHS)
+
 recipe: venv ## run one recipe alone, no site build: make recipe R=snippets/<name>.py
 	@test -n "$(R)" || { echo "usage: make recipe R=snippets/<name>.py" >&2; exit 2; }
 	$(BIN)/python -m xnnguide.run_recipe $(R)
+
+DIR ?= lowering
+new-recipe: venv ## start a recipe from the template: make new-recipe NAME=<what_it_does> [DIR=<task folder>]
+	@test -n "$(NAME)" || { echo "usage: make new-recipe NAME=<what_it_does> [DIR=lowering|quantization|performance|troubleshooting]" >&2; exit 2; }
+	@$(BIN)/python -m xnnguide.new_recipe "$(NAME)" --dir "$(DIR)"
 
 # BENCH_ARGS=--alone also times every recipe run alone, in a fresh interpreter.
 BENCH_ARGS ?=

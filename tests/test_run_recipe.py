@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -57,3 +58,43 @@ def test_a_missing_file_is_a_one_line_error(tmp_path):
 def test_the_contributing_page_states_the_default_budget():
     text = (ROOT / "docs" / "contributing" / "index.md").read_text()
     assert f"time budget of {DEFAULT_BUDGET_SECONDS:g} s" in text, "docs/contributing/index.md: default budget out of date"
+
+
+RAISES_INSIDE = '''"""
+Raises
+======
+"""
+
+
+def scale(values):
+    return [value / 0 for value in values]
+
+
+numbers = [1.0, 2.0]
+scaled = scale(numbers)
+'''
+
+
+def test_a_failure_ends_with_one_line_naming_the_recipe_line_and_the_innermost_frame(tmp_path):
+    recipe = tmp_path / "tiny_raises.py"
+    recipe.write_text(RAISES_INSIDE)
+    result = run(str(recipe), cwd=tmp_path)
+    assert result.returncode == 1
+    last = result.stdout.strip().splitlines()[-1]
+    assert re.fullmatch(r"tiny_raises\.py:12: recipe: FAIL after [\d.]+ s: ZeroDivisionError: float division by "
+                        r"zero \(raised at tiny_raises\.py:8 in \S+\)", last), last
+    assert result.stdout.count("recipe: FAIL") == 1
+
+
+def test_the_build_check_names_the_recipe_line_then_the_innermost_frame(tmp_path):
+    # What `python -m xnnguide.doccheck --build` reports reads the traceback a failed build recorded.
+    from xnnguide.results import failure_line
+
+    recipe = tmp_path / "snippets" / "model_recipe.py"
+    traceback = (f'Traceback (most recent call last):\n  File "/venv/sphinx_gallery/gen_rst.py", line 800, in '
+                 f'execute_code_block\n  File "{recipe}", line 56, in <module>\n    out = model(x)\n'
+                 f'  File "/venv/torch/nn/modules/module.py", line 1775, in _call_impl\n'
+                 f'  File "{recipe}", line 33, in forward\n    return self.linear(x) / 0\nZeroDivisionError: x\n')
+    assert failure_line(traceback, recipe, tmp_path) == (56, " (raised at snippets/model_recipe.py:33 in forward)")
+    assert failure_line(f'  File "{recipe}", line 7, in <module>\nAssertionError\n', recipe, tmp_path) == (7, "")
+    assert failure_line("no frames", recipe, tmp_path) == (1, "")

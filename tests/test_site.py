@@ -65,18 +65,24 @@ STAMP = re.compile(r"```\{verified-stamp\}\s+([A-Za-z0-9_]+)")
 
 def test_every_page_quoting_a_recipe_carries_its_stamp():
     # Static: a page that shows figures from a recipe says when and with
-    # what that recipe was verified.
-    from conftest import DOCS
+    # what that recipe was verified. One line per problem, at the first quote.
+    from conftest import DOCS, ROOT
 
     missing = []
     for page in sorted(DOCS.rglob("*.md")):
         if "gallery" in page.relative_to(DOCS).parts:
             continue
         text = page.read_text(encoding="utf-8")
-        quoted = {a or b for a, b in FACT_REFERENCE.findall(text)}
         stamped = set(STAMP.findall(text))
-        missing += [f"{page.relative_to(DOCS)}: quotes {name} without a verified-stamp" for name in quoted - stamped]
-    assert not missing, "\n".join(missing)
+        first: dict[str, int] = {}
+        for number, line in enumerate(text.splitlines(), start=1):
+            for a, b in FACT_REFERENCE.findall(line):
+                first.setdefault(a or b, number)
+        missing += [f"{page.relative_to(ROOT)}:{number}: stamp: quotes recipe {name} without its verified stamp "
+                    f"— add the two lines '```{{verified-stamp}} {name}' and '```' above the first quote"
+                    for name, number in first.items() if name not in stamped]
+    if missing:
+        pytest.fail("\n".join(missing), pytrace=False)
 
 
 def test_the_tutorial_installs_exactly_the_pinned_releases():

@@ -40,9 +40,9 @@ PACKAGE = "xnnguide"
 _START_IGNORE = re.compile(r"^\s*#\s*sphinx_gallery_start_ignore\s*$")
 _END_IGNORE = re.compile(r"^\s*#\s*sphinx_gallery_end_ignore\s*$")
 # Lines that configure the build, not the reader's program: sphinx-gallery's
-# in-file options, this site's declarations, and region markers.
+# in-file options, this site's declarations, region markers and gallery-only declarations.
 _SITE_LINE = re.compile(
-    r"^\s*#\s*(?:(?:sphinx_gallery|xnnguide)_\w+\s*=.*|\[(?:start|end) [A-Za-z0-9_-]+\])\s*$"
+    r"^\s*#\s*(?:(?:sphinx_gallery|xnnguide)_\w+\s*=.*|\[(?:start|end|gallery-only) [A-Za-z0-9_ -]+\])\s*$"
 )
 _FENCE = re.compile(r"^(```+)\s*\{?([A-Za-z0-9_-]*)\}?")
 _IMPORT = re.compile(rf"^\s*(?:from|import)\s+{PACKAGE}\b")

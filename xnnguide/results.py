@@ -13,7 +13,7 @@ from pathlib import Path
 
 from xnnguide.records import find_recipe, load_run_record, recipe_files, stale_reason
 
-TRACEBACK_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+TRACEBACK_FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in (\S+))?')
 
 
 @dataclass(frozen=True)
@@ -28,13 +28,23 @@ class RecipeProblem:
         return f"{self.path}:{self.line}: recipe: {self.message}"
 
 
-def failure_line(traceback: str, source: Path) -> int:
-    """The deepest traceback line inside *source* (1 when there is none)."""
-    line = 1
-    for filename, number in TRACEBACK_FRAME.findall(traceback or ""):
-        if Path(filename).resolve() == source.resolve():
-            line = int(number)
-    return line
+def failure_line(traceback: str, source: Path, root: Path | None = None) -> tuple[int, str]:
+    """Where a recipe failed, from the text of its traceback.
+
+    The recipe's own line (its outermost frame in *source*: the line of the
+    recipe that made the failing call; 1 when there is none), and
+    ``" (raised at path:line in function)"`` for the innermost frame when
+    that is another place, else ``""``. Paths under *root* are shown relative.
+    """
+    frames = TRACEBACK_FRAME.findall(traceback or "")
+    own = [int(number) for filename, number, _ in frames if Path(filename).resolve() == source.resolve()]
+    line = own[0] if own else 1
+    if not frames or (Path(frames[-1][0]).resolve() == source.resolve() and int(frames[-1][1]) == line):
+        return line, ""
+    filename, number, function = frames[-1]
+    path = Path(filename).resolve()
+    shown = path.relative_to(root.resolve()) if root and path.is_relative_to(root.resolve()) else path
+    return line, f" (raised at {shown}:{number}" + (f" in {function})" if function else ")")
 
 
 def check_recipes(snippets: Path, gallery: Path, root: Path) -> list[RecipeProblem]:
@@ -49,8 +59,8 @@ def check_recipes(snippets: Path, gallery: Path, root: Path) -> list[RecipeProbl
         if record.get("status") == "failed":
             error = (record.get("error") or "").strip().splitlines()
             last = error[-1] if error else "unknown error"
-            line = failure_line(record.get("error") or "", source)
-            problems.append(RecipeProblem(shown, line, f"failed: {last} — fix the recipe, then `make html`"))
+            line, raised = failure_line(record.get("error") or "", source, root)
+            problems.append(RecipeProblem(shown, line, f"failed: {last}{raised} — fix the recipe, then `make html`"))
         else:
             problems.append(RecipeProblem(shown, 1, f"{reason}; run `make html`"))
     return problems
@@ -66,7 +76,7 @@ def junit_failures(junit: Path, root: Path) -> list[RecipeProblem]:
         if failure is None:
             continue
         source = find_recipe(root / "snippets", case.get("file", "")).resolve()
-        line = failure_line(failure.text or "", source)
+        line, raised = failure_line(failure.text or "", source, root)
         shown = source.relative_to(root) if source.is_relative_to(root) else source
-        problems.append(RecipeProblem(shown, line, f"failed: {failure.get('message')}"))
+        problems.append(RecipeProblem(shown, line, f"failed: {failure.get('message')}{raised}"))
     return problems

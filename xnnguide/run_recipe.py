@@ -7,7 +7,9 @@ Usage, from the repository root::
 (or ``make recipe R=snippets/lowering/lower_mobilenet_v2_fp32.py``). Like the build,
 it runs the file from its own folder (so ``.pte`` files land next to it),
 with matplotlib drawing off-screen, and collects the facts the recipe records.
-It prints PASS or FAIL, the wall time against the recipe's time budget, and
+It prints PASS or FAIL (as ``path:line: recipe: FAIL ...``, naming the
+recipe's line that made the failing call and, when it differs, the
+innermost frame), the wall time against the recipe's time budget, and
 the recorded facts; the exit status is 0 only for a pass within budget.
 
 The facts go to ``_build/run_recipe/facts/``, never into the gallery's
@@ -40,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from xnnguide.recipe_checks import facts
     from xnnguide.records import budget_seconds
+    from xnnguide.results import failure_line
 
     try:
         budget = budget_seconds(source)
@@ -60,9 +63,12 @@ def main(argv: list[str] | None = None) -> int:
         runpy.run_path(str(source), run_name="__main__")
     except BaseException as error:  # noqa: BLE001 - report any failure of the recipe, then exit 1
         seconds = time.perf_counter() - start
-        traceback.print_exc()
+        text = "".join(traceback.format_exception(error))
+        print(text, end="", file=sys.stderr)
         last = traceback.format_exception_only(type(error), error)[-1].strip()
-        print(f"FAIL {shown} after {seconds:.1f} s: {last}")
+        line, raised = failure_line(text, source, here)
+        # One line, last, in the path:line: rule: message form: the recipe's own line, and where it raised.
+        print(f"{shown}:{line}: recipe: FAIL after {seconds:.1f} s: {last}{raised}")
         return 1
     finally:
         facts.end_recipe()
@@ -73,7 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     for key, fact in recorded.items():
         print(f"  {key} = {fact['display']}" if "display" in fact else f"  {key} = table of {len(fact['rows'])} rows")
     if seconds > budget:
-        print(f"FAIL {shown} ran for {seconds:.1f} s, over its time budget of {budget:g} s")
+        declared = next((number for number, text in enumerate(source.read_text(encoding="utf-8").splitlines(), 1)
+                         if "xnnguide_budget_seconds" in text), 1)
+        print(f"{shown}:{declared}: recipe: FAIL ran for {seconds:.1f} s, over its time budget of {budget:g} s")
         return 1
     print(f"PASS {shown} in {seconds:.1f} s (time budget {budget:g} s)")
     return 0

@@ -5,7 +5,9 @@
   ``verified-stamp`` and ``recipe-times`` directives;
 * :mod:`.ledger`: the ``execution-ledger`` directive, what became of every
   code block (it runs the drift checker, :mod:`xnnguide.doccheck`);
-* :mod:`.navigation`: the header and sidebar by kind of page.
+* :mod:`.navigation`: the header and sidebar by kind of page;
+* :mod:`.markers`: region markers taken out of the gallery's pages;
+* :mod:`.summary`: failed recipes and lost includes, one line each, at the end.
 
 Run records themselves are Sphinx-free (:mod:`xnnguide.records`), so the
 checker, ``make recipe`` and the tests read them without Sphinx.
@@ -17,11 +19,13 @@ from typing import Any
 
 from sphinx.application import Sphinx
 
-from xnnguide.site import ledger, navigation, recipes
+from xnnguide.site import ledger, markers, navigation, recipes, summary
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
     recipes.register(app)
     ledger.register(app)
     navigation.register(app)
+    markers.register(app)
+    summary.register(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

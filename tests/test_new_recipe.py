@@ -1,0 +1,94 @@
+"""`make new-recipe` starts a recipe that passes, and its page snippet satisfies `make check`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+NAME = "scaffold_probe"
+COPIED = ["Makefile", "conf.py", "README.md", "requirements.txt", "pyproject.toml", "docs", "snippets", "tests",
+          "xnnguide"]
+VENV = str((ROOT / ".venv").resolve()) if (ROOT / ".venv").exists() else os.path.dirname(os.path.dirname(sys.executable))
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory):
+    """A copy of the checkout's sources, without any build."""
+    root = tmp_path_factory.mktemp("checkout")
+    skip = shutil.ignore_patterns("gallery", "__pycache__", "*.pte", ".pytest_cache")
+    for name in COPIED:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, root / name, ignore=skip)
+        else:
+            shutil.copy2(source, root / name)
+    return root
+
+
+def make(root, *args, timeout=600):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MAKE", "PYTEST_"))}
+    return subprocess.run(["make", "--no-print-directory", f"VENV={VENV}", *args], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_a_new_recipe_passes_and_its_snippet_makes_check_green(checkout):
+    made = make(checkout, "new-recipe", f"NAME={NAME}")
+    assert made.returncode == 0, made.stdout + made.stderr
+    recipe = f"snippets/lowering/{NAME}.py"
+    assert (checkout / recipe).is_file() and f"R={recipe}" in made.stdout
+
+    ran = make(checkout, "recipe", f"R={recipe}")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert f"PASS {recipe}" in ran.stdout and "max_abs_error = " in ran.stdout
+
+    # Before a page shows its region, the checker names the recipe's unshown region.
+    unshown = subprocess.run([f"{VENV}/bin/python", "-m", "xnnguide.doccheck", "README.md", "docs", "snippets"],
+                             cwd=checkout, env=dict(os.environ, PYTHONPATH=str(checkout)),
+                             capture_output=True, text=True, timeout=300)
+    assert unshown.returncode == 1 and f"{recipe}:" in unshown.stdout and "region 'lower'" in unshown.stdout
+
+    snippet = made.stdout.split("relative to the page):\n", 1)[1].split("\nThe recipe's other region", 1)[0]
+    assert "{verified-stamp}" in snippet and "{literalinclude}" in snippet and "{fact}" in snippet
+    (checkout / "docs" / "guides" / f"{NAME}.md").write_text(f"# A new recipe\n\n{snippet}", encoding="utf-8")
+    checked = make(checkout, "check")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-3000:]
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["Not_Snake"], "is not snake_case"),
+    (["lower_mobilenet_v2_fp32"], "exists already"),
+    ([NAME + "_2", "--dir", "nowhere"], "is not a task folder"),
+])
+def test_a_bad_name_is_one_line_and_writes_nothing(checkout, argv, says):
+    before = {path: path.read_bytes() for path in (checkout / "snippets").rglob("*") if path.is_file()}
+    result = subprocess.run([sys.executable, "-m", "xnnguide.new_recipe", *argv, "--root", str(checkout)],
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1 and says in result.stderr
+    after = {path: path.read_bytes() for path in (checkout / "snippets").rglob("*") if path.is_file()}
+    assert after == before
+
+
+def test_the_contributing_page_shows_the_snippet_new_recipe_prints():
+    from xnnguide.new_recipe import PAGE_SNIPPET
+
+    page = (ROOT / "docs" / "contributing" / "index.md").read_text(encoding="utf-8")
+    shown = page.split("````markdown\n", 1)[1].split("````", 1)[0]
+    printed = PAGE_SNIPPET.format(name="lower_resnet18_fp32", recipe="snippets/lowering/lower_resnet18_fp32.py")
+    printed = printed.split("relative to the page):\n\n", 1)[1].split("\nThe recipe's other region", 1)[0]
+    assert shown.strip() == printed.strip(), "docs/contributing/index.md: the page snippet of 'Add a recipe' drifted"
+
+
+def test_each_template_marker_occurs_once():
+    # literalinclude's :start-after: finds the first occurrence of the text, prose included.
+    from xnnguide.new_recipe import TEMPLATE
+
+    text = TEMPLATE.read_text(encoding="utf-8")
+    for marker in ("# [start lower]", "# [end lower]", "# [start run]", "# [end run]"):
+        assert text.count(marker) == 1, f"{TEMPLATE}: {marker!r} occurs {text.count(marker)} times"

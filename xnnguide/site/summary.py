@@ -1,0 +1,104 @@
+"""The end of a build: one line per problem, and a failing exit status.
+
+Two problems otherwise scroll past in the build's output:
+
+* a ``literalinclude`` that lost its block (its file or marker is not found):
+  Sphinx warns and the page goes out without the code, and a build without
+  ``-W`` still exits 0;
+* a recipe that failed, reported by sphinx-gallery with its traceback far
+  above the end.
+
+After the build each is printed as ``path:line: rule: message``, last, and
+the build's exit status becomes 1. Lost includes are kept in the build
+environment, so a page that is not re-read still counts.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.directives.code import LiteralInclude
+
+_KEY = "xnnguide_lost_includes"
+
+
+def _lost(env: Any) -> dict[str, list[tuple[str, int, str]]]:
+    if not hasattr(env, _KEY):
+        setattr(env, _KEY, {})
+    return getattr(env, _KEY)
+
+
+class TrackedLiteralInclude(LiteralInclude):
+    """Sphinx's ``literalinclude``, remembering when it shows nothing but a warning."""
+
+    def run(self) -> list[nodes.Node]:
+        result = super().run()
+        problems = [node for node in result if isinstance(node, nodes.system_message)]
+        if problems:
+            source, line = self.get_source_info()
+            message = problems[0][0].astext() if len(problems[0]) else problems[0].astext()
+            _lost(self.env).setdefault(self.env.docname, []).append((source, line or self.lineno, message))
+        return result
+
+
+def _purge(app: Sphinx, env: Any, docname: str) -> None:
+    _lost(env).pop(docname, None)
+
+
+def _merge(app: Sphinx, env: Any, docnames: set[str], other: Any) -> None:
+    _lost(env).update({name: found for name, found in _lost(other).items() if name in docnames})
+
+
+def _shown(path: str | os.PathLike[str]) -> str:
+    path = Path(path).resolve()
+    return os.path.relpath(path) if path.is_relative_to(Path.cwd()) else str(path)
+
+
+def problems(app: Sphinx) -> list[str]:
+    """This build's failed recipes and lost includes, one ``path:line: rule: message`` each."""
+    from xnnguide.records import records_dir
+    from xnnguide.results import check_recipes
+
+    lines = []
+    gallery = Path(app.srcdir) / getattr(app.config, "xnnguide_gallery_dir", "gallery")
+    snippets = Path(app.confdir) / "snippets"
+    if app.builder.name == "html" and (records_dir(gallery) / "runs").is_dir():
+        failed = getattr(app.config, "sphinx_gallery_conf", {}).get("failing_examples", {})
+        names = {Path(src).stem for src in failed}
+        lines += [str(problem) for problem in check_recipes(snippets, gallery, Path.cwd())
+                  if problem.path.stem in names]
+    for docname in sorted(_lost(app.env)):
+        for source, line, message in _lost(app.env)[docname]:
+            lines.append(f"{_shown(source)}:{line}: include: the page lost an included block: {message} — "
+                         "fix the path or the ':start-after:'/':end-before:' marker (the whole line, e.g. "
+                         "\"# [start lower]\")")
+    return lines
+
+
+def _summarise(app: Sphinx, exception: Exception | None) -> None:
+    if exception is not None:
+        return
+    found = problems(app)
+    if found:
+        print(f"\n{len(found)} problem(s) in this build:", *found, sep="\n", file=sys.stderr)
+        app.statuscode = 1
+
+
+def register(app: Sphinx) -> None:
+    """Track lost includes and print the summary (called by :func:`xnnguide.site.setup`)."""
+    app.add_directive("literalinclude", TrackedLiteralInclude, override=True)
+    app.connect("env-purge-doc", _purge)
+    app.connect("env-merge-info", _merge)
+    # After sphinx-gallery's own summary of failing examples (priority 500).
+    app.connect("build-finished", _summarise, priority=900)
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    """Used alone as an extension (the tests do); the site registers it in :func:`xnnguide.site.setup`."""
+    register(app)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
