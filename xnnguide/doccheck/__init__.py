@@ -7,7 +7,7 @@ reStructuredText and Python files (:mod:`.pages`) and applies the rules of issue
 1. *transform-passes*: every XNNPACK lowering runs ``get_transform_passes()`` (:mod:`.transforms`);
 2. *fate*, *regions*: a copy of recipe regions under a ``snippet:`` comment is identical to them,
    and every region is shown by a page or declared ``# [gallery-only name]``;
-3. *duplicate*: no prose paragraph appears twice (:mod:`.duplicates`);
+3. *duplicate*: no prose paragraph appears twice;
 4. *api*: what the code uses from torch, executorch, torchao and torchvision exists in the
    installed packages, read statically with griffe (:mod:`.api`);
 5. *fate*, *syntax*, *run*: every Python block is included from a recipe, a verified copy, a

@@ -337,20 +337,26 @@ def _answer(use: Use, versions: dict[str, str]) -> list[list[str]]:
 
 
 def check(units: list[Unit]) -> list[Finding]:
+    """Findings of rule 4. Answers are cached per unit text and per use, as long as :func:`_cache_file` holds."""
     versions, path = _versions(), _cache_file()
     try:
         cache = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         cache = {}
-    size, findings, reported = len(cache), [], set()
-    for use in (use for unit in units for use in collect(unit)):
-        key = json.dumps([use.steps, use.written, use.keywords, use.module])
-        if key not in cache:
-            cache[key] = _answer(use, versions)
-        for once, message, fix in cache[key]:
-            if not once or (use.path, once) not in reported:
-                reported.add((use.path, once))
-                findings.append(Finding(use.path, use.line, RULE, message, fix))
+    size, findings = len(cache), []
+    for unit in units:
+        unit_key = "unit " + hashlib.sha256(unit.text.encode()).hexdigest()
+        if unit_key not in cache:
+            cache[unit_key], reported = [], set()
+            for use in collect(unit):
+                key = json.dumps([use.steps, use.written, use.keywords, use.module])
+                if key not in cache:
+                    cache[key] = _answer(use, versions)
+                for once, message, fix in cache[key]:
+                    if not once or once not in reported:
+                        reported.add(once)
+                        cache[unit_key].append([use.line, message, fix])
+        findings += [Finding(unit.path, line, RULE, message, fix) for line, message, fix in cache[unit_key]]
     if len(cache) > size:
         with contextlib.suppress(OSError):
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -17,20 +17,12 @@ import sys
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 
 from xnnguide.doccheck.pages import CodeBlock, Finding
 from xnnguide.doccheck.pycode import MAGIC, parse_piece
 
 RULE = "run"
-
-
-@dataclass
-class Outcome:
-    status: str  # "passed", "failed", "not reached"
-    seconds: float = 0.0
-    finding: Finding | None = None
 
 
 class _Runner(doctest.DocTestRunner):
@@ -82,9 +74,9 @@ def _run_doctest(block: CodeBlock, shown: str, namespace: dict) -> Finding | Non
     return None
 
 
-def run_page(shown: str, page: Path, blocks: list[CodeBlock], root: Path) -> dict[int, Outcome]:
-    """Outcomes of the *blocks* (those whose fate is doctest or executed), by ``id(block)``."""
-    outcomes: dict[int, Outcome] = {}
+def run_page(shown: str, page: Path, blocks: list[CodeBlock], root: Path) -> dict[int, tuple]:
+    """(status: passed, failed or not reached; seconds; finding) of the *blocks* that run, by ``id(block)``."""
+    outcomes: dict[int, tuple] = {}
     namespace, failed, previous = {"__name__": "__main__", "__file__": str(page)}, False, os.getcwd()
     sys.path.insert(0, str(root.resolve()))
     try:
@@ -92,11 +84,11 @@ def run_page(shown: str, page: Path, blocks: list[CodeBlock], root: Path) -> dic
             os.chdir(workdir)
             for block in blocks:
                 if failed:
-                    outcomes[id(block)] = Outcome("not reached")
+                    outcomes[id(block)] = ("not reached", 0.0, None)
                     continue
                 started = time.perf_counter()
                 problem = (_run_doctest if block.is_doctest else _run_script)(block, shown, namespace)
-                outcomes[id(block)] = Outcome("failed" if problem else "passed", time.perf_counter() - started, problem)
+                outcomes[id(block)] = ("failed" if problem else "passed", time.perf_counter() - started, problem)
                 failed = problem is not None
             os.chdir(previous)
     finally:

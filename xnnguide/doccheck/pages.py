@@ -42,8 +42,7 @@ class Finding:
     fix: str = ""
 
     def __str__(self) -> str:
-        text = f"{self.path}:{self.line}: {self.rule}: {self.message}"
-        return f"{text} — {self.fix}" if self.fix else text
+        return f"{self.path}:{self.line}: {self.rule}: {self.message}" + (f" — {self.fix}" if self.fix else "")
 
 
 @dataclass
@@ -83,18 +82,12 @@ class CodeBlock:
 
 
 @dataclass
-class Paragraph:
-    line: int
-    text: str
-
-
-@dataclass
 class Document:
     path: Path
     syntax: str  # "markdown" or "rst"
     lines: list[str] = field(default_factory=list)
     blocks: list[CodeBlock] = field(default_factory=list)
-    paragraphs: list[Paragraph] = field(default_factory=list)
+    paragraphs: list[tuple[int, str]] = field(default_factory=list)  # (line, plain text)
     problems: list[Finding] = field(default_factory=list)
     pending: Marker | None = None  # the marker waiting for its block
 
@@ -122,10 +115,7 @@ class Document:
 def display(path: Path) -> str:
     """*path* relative to the working directory when it lies below it, else absolute."""
     absolute = Path(os.path.abspath(path))
-    try:
-        return str(absolute.relative_to(Path.cwd()))
-    except ValueError:
-        return str(absolute)
+    return str(absolute.relative_to(Path.cwd())) if absolute.is_relative_to(Path.cwd()) else str(absolute)
 
 
 def parse_marker(comment: str, line: int) -> Marker | None:
@@ -172,26 +162,10 @@ def _markdown_parser(extensions: tuple[str, ...]):
     return create_md_parser(MdParserConfig(enable_extensions=set(extensions) & known), RendererHTML)
 
 
-def _split_directive(content: str) -> tuple[dict[str, str], list[str], int]:
-    """A MyST directive body's ``:key: value`` options, its other lines, and how many lines precede them."""
-    lines, options, consumed = content.splitlines(), {}, 0
-    while consumed < len(lines) and (match := re.match(r"\s*:([\w-]+):(.*)", lines[consumed])):
-        options[match.group(1)] = match.group(2).strip().strip("\"'")
-        consumed += 1
-    consumed += consumed < len(lines) and not lines[consumed].strip()
-    return options, lines[consumed:], consumed
-
-
 def _plain(tokens) -> str:
-    parts = []
-    for token in tokens or []:
-        if token.type in ("text", "code_inline", "myst_role", "math_inline"):
-            parts.append(token.content)
-        elif token.type in ("softbreak", "hardbreak"):
-            parts.append(" ")
-        else:
-            parts.append(_plain(token.children))
-    return "".join(parts)
+    return "".join(token.content if token.type in ("text", "code_inline", "myst_role", "math_inline") else
+                   " " if token.type in ("softbreak", "hardbreak") else _plain(token.children)
+                   for token in tokens or [])
 
 
 def _read_markdown(doc: Document, text: str, offset: int, extensions: tuple[str, ...]) -> None:
@@ -216,7 +190,7 @@ def _read_markdown(doc: Document, text: str, offset: int, extensions: tuple[str,
         elif token.type in ("fence", "colon_fence"):
             _fence(doc, token, line, extensions)
         elif token.type == "inline" and context[-1:] == ["paragraph_open"] and "table_open" not in context:
-            doc.paragraphs.append(Paragraph(line, _plain(token.children)))
+            doc.paragraphs.append((line, _plain(token.children)))
         elif token.type.endswith("_open") or token.type in ("hr", "myst_block_break"):
             doc.interrupt()
 
@@ -230,18 +204,24 @@ def _fence(doc: Document, token, line: int, extensions: tuple[str, ...]) -> None
         language = (info.split() or [""])[0].strip("{}.").lower()
         return doc.block(CodeBlock(line, line + 1, language, token.content.rstrip("\n"), "fence"))
     name, argument = info[1:info.index("}")].strip(), info[info.index("}") + 1:].strip()
-    options, body, consumed = _split_directive(token.content)
+    # The body's leading ``:key: value`` options, then one optional blank line.
+    body, options, consumed = token.content.splitlines(), {}, 0
+    while consumed < len(body) and (match := re.match(r"\s*:([\w-]+):(.*)", body[consumed])):
+        options[match.group(1)] = match.group(2).strip().strip("\"'")
+        consumed += 1
+    consumed += consumed < len(body) and not body[consumed].strip()
+    body = "\n".join(body[consumed:])
     if name in CODE_DIRECTIVES:
-        doc.block(_code_directive(name, argument, "\n".join(body), line, line + 1 + consumed))
+        doc.block(_code_directive(name, argument, body, line, line + 1 + consumed))
     elif name == "literalinclude":
         doc.block(CodeBlock(line, line, options.get("language", "").lower(), "", "literalinclude", argument, options))
     elif name == "eval-rst":
         doc.interrupt()
-        _read_rst(doc, "\n".join(body), line + consumed)
+        _read_rst(doc, body, line + consumed)
     else:
         doc.interrupt()
         if name not in OPAQUE and body:
-            _read_markdown(doc, "\n".join(body), line + consumed, extensions)
+            _read_markdown(doc, body, line + consumed, extensions)
 
 
 def _code_directive(name: str, argument: str, body: str, line: int, text_line: int) -> CodeBlock:
@@ -321,12 +301,11 @@ def _rst_settings():
 
 def _read_rst(doc: Document, text: str, offset: int) -> None:
     from docutils import nodes
+    from docutils.parsers.rst import Parser
     from docutils.utils import new_document
 
     tree = new_document(str(doc.path), _rst_settings())
     try:
-        from docutils.parsers.rst import Parser
-
         parser = Parser()
         parser.state_classes = _rst_states()
         parser.parse(text, tree)
@@ -334,10 +313,16 @@ def _read_rst(doc: Document, text: str, offset: int) -> None:
         doc.problems.append(Finding(display(doc.path), offset + 1, "parse", f"docutils could not parse the "
                                     f"reStructuredText ({type(error).__name__}: {error})", "fix the markup"))
         return
-    lines = text.splitlines()
-    highlight = ""
+    lines, highlight = text.splitlines(), ""
+
+    def inside(node, *types) -> bool:
+        while (node := node.parent) is not None:
+            if isinstance(node, types):
+                return True
+        return False
+
     for node in tree.findall(nodes.Element, include_self=False):
-        if any(isinstance(parent, nodes.system_message) for parent in _ancestors(node, nodes)):
+        if inside(node, nodes.system_message):
             continue  # docutils quoting the source of its own error message
         line = node.get("line") or node.line or 1
         if isinstance(node, nodes.comment):
@@ -347,12 +332,12 @@ def _read_rst(doc: Document, text: str, offset: int) -> None:
                          if lines[n - 1].strip().startswith("..") and first in lines[n - 1]), line)
             doc.marker(parse_marker(node.astext(), line + offset))
         elif "doccheck-captured" in node["classes"]:
-            name, argument = node["name"], node["argument"]
+            name, argument, options = node["name"], node["argument"], node["options"]
             if name == "highlight":
                 highlight = (argument.split() or [""])[0].lower()
             elif name == "literalinclude":
-                doc.block(CodeBlock(line + offset, line + offset, str(node["options"].get("language", "")).lower(),
-                                    "", "literalinclude", argument, {k: str(v) for k, v in node["options"].items()}))
+                doc.block(CodeBlock(line + offset, line + offset, str(options.get("language", "")).lower(), "",
+                                    "literalinclude", argument, {k: str(v) for k, v in options.items()}))
             else:
                 doc.block(_code_directive(name, argument, node["body"], line + offset, node["body_line"] + offset))
         elif isinstance(node, nodes.literal_block):
@@ -364,12 +349,5 @@ def _read_rst(doc: Document, text: str, offset: int) -> None:
             doc.block(CodeBlock(line + offset, line + offset, "pycon", node.astext(), "doctest-block"))
         elif isinstance(node, nodes.paragraph):
             doc.interrupt()
-            if not any(isinstance(p, (nodes.literal_block, nodes.comment)) for p in _ancestors(node, nodes)):
-                doc.paragraphs.append(Paragraph(line + offset, node.astext()))
-
-
-def _ancestors(node, nodes):
-    node = node.parent
-    while node is not None:
-        yield node
-        node = node.parent
+            if not inside(node, nodes.literal_block, nodes.comment):
+                doc.paragraphs.append((line + offset, node.astext()))

@@ -7,10 +7,10 @@ block, each node carrying its page line (``>>>`` blocks give their examples). A 
 from __future__ import annotations
 
 import ast
+import contextlib
 import doctest
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from xnnguide.doccheck.pages import CodeBlock, Finding
 
@@ -21,19 +21,8 @@ MAGIC = re.compile(r"^(\s*)(%|!)")
 class Unit:
     path: str  # as displayed
     statements: list[ast.stmt] = field(default_factory=list)
-    kind: str = "page"  # "page" or "file"
     lines: list[str] = field(default_factory=list)  # the page's or file's text, for comments
-
-
-def _pieces(block: CodeBlock) -> list[tuple[str, int]]:
-    """(source, line of its first line) for each piece of Python in *block*: a doctest's examples, or all."""
-    try:
-        examples = doctest.DocTestParser().get_examples(block.text) if block.is_doctest else None
-    except ValueError:
-        examples = None
-    if examples is None:
-        return [(block.text, block.text_line)]
-    return [(example.source, block.text_line + example.lineno) for example in examples]
+    text: str = ""  # the source the statements come from: what cached answers are keyed by
 
 
 def parse_piece(source: str, line: int, path: str) -> tuple[list[ast.stmt], Finding | None]:
@@ -52,27 +41,22 @@ def page_unit(path: str, blocks: list[CodeBlock], lines: list[str]) -> tuple[Uni
     """The Python of a page's blocks (not literal includes: their files are units of their own)."""
     unit, problems = Unit(path, lines=lines), []
     for block in (b for b in blocks if b.is_python and b.kind != "literalinclude"):
-        for source, line in _pieces(block):
+        pieces = [(block.text, block.text_line)]
+        if block.is_doctest:  # its examples, unless it is not a valid doctest
+            with contextlib.suppress(ValueError):
+                pieces = [(e.source, block.text_line + e.lineno) for e in doctest.DocTestParser().get_examples(block.text)]
+        for source, line in pieces:
             statements, problem = parse_piece(source, line, path)
             unit.statements.extend(statements)
+            unit.text += f"\n#{line}\n{source}"
             problems += [problem] if problem else []
     return unit, problems
 
 
-def file_unit(path: Path, shown: str) -> tuple[Unit, list[Finding]]:
+def file_unit(path, shown: str) -> tuple[Unit, list[Finding]]:
     try:
         source = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
-        return Unit(shown, kind="file"), [Finding(shown, 1, "syntax", f"not UTF-8 text ({error.reason})",
-                                                  "save the file as UTF-8")]
+        return Unit(shown), [Finding(shown, 1, "syntax", f"not UTF-8 text ({error.reason})", "save the file as UTF-8")]
     statements, problem = parse_piece(source, 1, shown)
-    return Unit(shown, statements, "file", source.splitlines()), [problem] if problem else []
-
-
-def walk_in_order(statements: list[ast.stmt]):
-    """Every node of *statements*, in source order (a parent before its children)."""
-    stack = list(reversed(statements))
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+    return Unit(shown, statements, source.splitlines(), source), [problem] if problem else []
