@@ -1,7 +1,5 @@
 """``python -m xnnguide.doccheck PATH...``"""
 
-import sys
-
 from xnnguide.doccheck.cli import main
 
-sys.exit(main())
+raise SystemExit(main())

@@ -38,7 +38,6 @@ logging.getLogger("griffe").setLevel(logging.CRITICAL)
 
 @dataclass
 class Use:
-    path: str
     line: int
     steps: tuple[str, ...]  # a dotted import path, then attribute names and "()" for what a call returns
     written: str  # how the code spells it
@@ -68,19 +67,15 @@ def collect(unit: Unit) -> list[Use]:
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Import):
             for alias in node.names:
-                local = alias.asname or alias.name.split(".")[0]
-                tracked = alias.name.split(".")[0] in TRACKED
-                if tracked:
-                    uses.append(Use(unit.path, line, (alias.name,), f"import {alias.name}", module=True))
+                local, tracked = alias.asname or alias.name.split(".")[0], alias.name.split(".")[0] in TRACKED
+                uses.extend([Use(line, (alias.name,), f"import {alias.name}", module=True)] if tracked else [])
                 bind(ast.Name(local), ((alias.name if alias.asname else local),) if tracked else None)
         elif isinstance(node, ast.ImportFrom):
             tracked = not node.level and node.module and node.module.split(".")[0] in TRACKED
-            if tracked:
-                uses.append(Use(unit.path, line, (node.module,), f"from {node.module} import ...", module=True))
+            uses.extend([Use(line, (node.module,), f"from {node.module} import ...", module=True)] if tracked else [])
             for alias in node.names:
                 if tracked and alias.name != "*":
-                    uses.append(Use(unit.path, line, (f"{node.module}.{alias.name}",),
-                                    f"from {node.module} import {alias.name}"))
+                    uses.append(Use(line, (f"{node.module}.{alias.name}",), f"from {node.module} import {alias.name}"))
                 bind(ast.Name(alias.asname or alias.name), (f"{node.module}.{alias.name}",) if tracked else None)
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
             if node.value is not None:  # the value is evaluated before the names are bound
@@ -106,10 +101,9 @@ def collect(unit: Unit) -> list[Use]:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 bind(ast.Name(node.name))
             elif isinstance(node, ast.Call) and (steps := steps_of(node.func)):
-                keywords = [keyword.arg for keyword in node.keywords if keyword.arg]
-                uses.append(Use(unit.path, line, steps, ast.unparse(node.func), keywords))
+                uses.append(Use(line, steps, ast.unparse(node.func), [k.arg for k in node.keywords if k.arg]))
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and (steps := steps_of(node)):
-                uses.append(Use(unit.path, line, steps, ast.unparse(node)))
+                uses.append(Use(line, steps, ast.unparse(node)))
             for child in ast.iter_child_nodes(node):
                 visit(child)
 
@@ -190,17 +184,19 @@ class Index:
             return UNKNOWN
         self.resolving.add(path)
         try:
-            parts = path.split(".")
-            obj = self.module(parts[0])
-            if obj is None:
-                return Missing("", parts[0])
-            for part in parts[1:]:
-                if not isinstance(obj, griffe.Object):
-                    return obj
-                obj = self.member(obj, part)
-            return obj
+            first, *rest = path.split(".")
+            obj = self.module(first)
+            return Missing("", first) if obj is None else self.walk(obj, rest)
         finally:
             self.resolving.discard(path)
+
+    def walk(self, obj: object, steps: list[str]) -> object:
+        """What attribute names, and calls ("()"), reach from *obj*."""
+        for step in steps:
+            if not isinstance(obj, griffe.Object):
+                break
+            obj = self.returned(obj) if step == "()" else self.member(obj, step)
+        return obj
 
     def target(self, obj: object) -> object:
         while isinstance(obj, griffe.Alias):
@@ -280,14 +276,15 @@ def _folders(module: griffe.Module) -> list[Path]:
     return [module.filepath.parent] if module.filepath.stem == "__init__" else []
 
 
+def _version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
 def _versions() -> dict[str, str]:
-    versions = {}
-    for name in TRACKED:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "not installed"
-    return versions
+    return {name: _version(name) for name in TRACKED}
 
 
 def _suggest(name: str, names: list[str]) -> str:
@@ -301,19 +298,10 @@ def shared_index() -> Index:
     return Index()
 
 
-def lookup(index: Index, steps: tuple[str, ...]) -> object:
-    obj = index.resolve(steps[0])
-    for step in steps[1:]:
-        if not isinstance(obj, griffe.Object):
-            break
-        obj = index.returned(obj) if step == "()" else index.member(obj, step)
-    return obj
-
-
 def _cache_file() -> Path:
     """Answers hold as long as the environment, the tracked packages' versions and this file do."""
     source = Path(__file__).read_text(encoding="utf-8")
-    key = json.dumps([sys.prefix, _versions(), metadata.version("griffe"), source])
+    key = json.dumps([sys.prefix, _versions(), _version("griffe"), source])
     folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "xnnguide-doccheck"
     return folder / f"api-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
 
@@ -321,12 +309,20 @@ def _cache_file() -> Path:
 def _answer(use: Use, versions: dict[str, str]) -> list[list[str]]:
     """What is wrong with *use*, as [key to report once per file ("" for always), message, fix] triples."""
     index, top = shared_index(), use.steps[0].split(".")[0]
-    found, installed = lookup(index, use.steps), f"installed {top} {versions.get(top, '?')}"
+    found, installed = index.walk(index.resolve(use.steps[0]), list(use.steps[1:])), f"installed {top} {versions[top]}"
+    if isinstance(found, Missing) and (use.module or not found.at):
+        return [[f"{found.at}:{found.name}", f"{use.written}: {top} is not installed" if versions[top] == "not installed" else
+                 f"{use.written}: there is no module {use.steps[0]} in the {installed}",
+                 "import it from where the installed package defines it (search its sources), or drop the import"]]
     if isinstance(found, Missing):
-        return [[f"{found.at}:{found.name}", *_missing(use, found, installed, versions.get(top) == "not installed")]]
-    if not use.keywords or not isinstance(found, griffe.Object):
-        return []
-    params = index.parameters(found)
+        where = found.at
+        if "()" in use.steps:
+            call = ".".join(use.steps[:len(use.steps) - use.steps[::-1].index("()")]).replace(".()", "(...)")
+            where += f" (what {call} returns)"
+        return [[f"{found.at}:{found.name}", f"{use.written}: {where} has no attribute '{found.name}' ({installed})",
+                 f"use the name the installed package has{_suggest(found.name, found.names)}, "
+                 "or update the code to the installed API"]]
+    params = index.parameters(found) if use.keywords and isinstance(found, griffe.Object) else None
     if params is None or any(p.kind is griffe.ParameterKind.var_keyword for p in params):
         return []
     valid = {p.name for p in params if p.kind is not griffe.ParameterKind.positional_only}
@@ -364,19 +360,3 @@ def check(units: list[Unit]) -> list[Finding]:
             tmp.write_text(json.dumps(cache), encoding="utf-8")
             os.replace(tmp, path)
     return findings
-
-
-def _missing(use: Use, missing: Missing, installed: str, absent: bool) -> tuple[str, str]:
-    if use.module or not missing.at:
-        top = use.steps[0].split(".")[0]
-        return (f"{use.written}: {top} is not installed" if absent else
-                f"{use.written}: there is no module {use.steps[0]} in the {installed}",
-                "import it from where the installed package defines it (search its sources), or drop the import")
-    where = missing.at
-    if "()" in use.steps:
-        last = len(use.steps) - use.steps[::-1].index("()")
-        call = ".".join(use.steps[:last]).replace(".()", "(...)")
-        where += f" (what {call} returns)"
-    return (f"{use.written}: {where} has no attribute '{missing.name}' ({installed})",
-            f"use the name the installed package has{_suggest(missing.name, missing.names)}, "
-            "or update the code to the installed API")

@@ -48,16 +48,15 @@ def parser() -> argparse.ArgumentParser:
 
 def summary(report: Report) -> list[str]:
     counts = report.counts()
-    parts = ", ".join(f"{counts[fate]} {FATES[fate]}" for fate in FATES if counts[fate])
-    parts += f", {counts['none']} with no fate" if counts["none"] else ""
-    lines = [f"doccheck: {len(report.project.doc_files)} pages/READMEs, {len(report.project.python_files)} Python "
-             f"files, {len(report.ledger)} code blocks ({parts or 'none'}); {len(report.not_run)} not-run marker(s); "
-             f"{len(report.findings)} finding(s) in {report.seconds:.2f} s"]
-    lines += [f"  not-run: {entry['path']}:{entry['line']}: {entry['detail']}" for entry in report.not_run]
-    if report.exemptions:
-        lines.append(f"doccheck: {len(report.exemptions)} XNNPACK lowering(s) without transform passes, on purpose:")
-    lines += [f"  without-transform-passes: {path}:{line}: {reason}" for path, line, reason in report.exemptions]
-    return lines
+    parts = ", ".join([*(f"{counts[fate]} {FATES[fate]}" for fate in FATES if counts[fate]),
+                       *([f"{counts['none']} with no fate"] if counts["none"] else [])])
+    return [f"doccheck: {len(report.project.doc_files)} pages/READMEs, {len(report.project.python_files)} Python "
+            f"files, {len(report.ledger)} code blocks ({parts or 'none'}); {len(report.not_run)} not-run marker(s); "
+            f"{len(report.findings)} finding(s) in {report.seconds:.2f} s",
+            *(f"  not-run: {entry['path']}:{entry['line']}: {entry['detail']}" for entry in report.not_run),
+            *([f"doccheck: {len(report.exemptions)} XNNPACK lowering(s) without transform passes, on purpose:"]
+              if report.exemptions else []),
+            *(f"  without-transform-passes: {path}:{line}: {reason}" for path, line, reason in report.exemptions)]
 
 
 def write_ledger(report: Report, path: Path) -> None:
