@@ -123,8 +123,7 @@ class Index:
     """The installed packages as griffe objects, each module parsed on first use."""
 
     def __init__(self) -> None:
-        self.collection = griffe.ModulesCollection()
-        self.lines = griffe.LinesCollection()
+        self.collection, self.lines = griffe.ModulesCollection(), griffe.LinesCollection()
         self.extensions = griffe.load_extensions()
         self.modules: dict[str, object] = {}  # dotted name -> griffe.Module, UNKNOWN or None (absent)
         self.dynamic: set[str] = set()  # modules that make names at run time
@@ -141,42 +140,36 @@ class Index:
             return UNKNOWN
         if "globals()" in code or "__getattr__" in module.members:
             self.dynamic.add(name)
-        if parent is None:
-            self.collection.set_member(name, module)
-        else:
-            parent.set_member(module.name, module)
+        (self.collection if parent is None else parent).set_member(name if parent is None else module.name, module)
         return module
 
     def module(self, name: str) -> object:
-        if name in self.modules:
-            return self.modules[name]
+        if name not in self.modules:
+            self.modules[name] = self._find(name)
+        return self.modules[name]
+
+    def _find(self, name: str) -> object:
         parent_name, _, last = name.rpartition(".")
-        found: object = None
         if not parent_name:
             spec = importlib.machinery.PathFinder.find_spec(name)
             if spec is not None and spec.origin and spec.origin.endswith(".py"):
-                found = self._visit(name, Path(spec.origin), None)
-            elif spec is not None and spec.origin in (None, "namespace") and spec.submodule_search_locations:
+                return self._visit(name, Path(spec.origin), None)
+            if spec is not None and spec.origin in (None, "namespace") and spec.submodule_search_locations:
                 found = griffe.Module(name, filepath=[Path(p) for p in spec.submodule_search_locations],
                                       lines_collection=self.lines, modules_collection=self.collection)
                 self.collection.set_member(name, found)
-            elif spec is not None:
-                found = UNKNOWN
-        else:
-            parent = self.module(parent_name)
-            if parent is UNKNOWN:
-                found = UNKNOWN
-            elif isinstance(parent, griffe.Module) and _folders(parent):
-                for folder, path in ((f, p) for f in _folders(parent) for p in (
-                        f / last / "__init__.py", f / last / "__init__.pyi", f / f"{last}.py", f / f"{last}.pyi")):
-                    if path.is_file():
-                        found = self._visit(name, path, parent)
-                        break
-                else:
-                    if any((f / last).is_dir() or any(f.glob(f"{last}.*.so")) for f in _folders(parent)):
-                        found = UNKNOWN
-        self.modules[name] = found
-        return found
+                return found
+            return None if spec is None else UNKNOWN
+        parent = self.module(parent_name)
+        if parent is UNKNOWN or not isinstance(parent, griffe.Module):
+            return parent if parent is UNKNOWN else None
+        folders = parent.filepath if isinstance(parent.filepath, list) else (  # a namespace package
+            [parent.filepath.parent] if parent.filepath.stem == "__init__" else [])
+        for path in (f / p for f in folders for p in (f"{last}/__init__.py", f"{last}/__init__.pyi", f"{last}.py",
+                                                      f"{last}.pyi")):
+            if path.is_file():
+                return self._visit(name, path, parent)
+        return UNKNOWN if any((f / last).is_dir() or any(f.glob(f"{last}.*.so")) for f in folders) else None
 
     def resolve(self, path: str) -> object:
         """The object at a dotted *path*, a :class:`Missing`, or UNKNOWN."""
@@ -207,51 +200,35 @@ class Index:
         obj = self.target(obj)
         if not isinstance(obj, griffe.Object):
             return obj
-        if obj.is_module:
-            sub = self.module(f"{obj.path}.{name}")
-            if sub is not None:
-                return sub
-            if name in obj.members or name in obj.overloads:
-                return self._own(obj, name)
-            for wildcard in [m.wildcard for m in obj.members.values() if m.is_alias and m.wildcard]:
-                found = self.member(self.resolve(wildcard), name)
-                if not isinstance(found, Missing):
-                    return found
-            if obj.path in self.dynamic:
-                return UNKNOWN
-            return Missing(obj.path, name, list(obj.members))
-        if not obj.is_class:
+        if obj.is_module and (sub := self.module(f"{obj.path}.{name}")) is not None:
+            return sub
+        if not (obj.is_module or obj.is_class):
             return UNKNOWN
-        if name in obj.members or name in obj.overloads:
-            return self._own(obj, name)
-        names = list(obj.members)
+        if name in obj.members or name in obj.overloads:  # a stub may define a name only through @overload
+            return self.target(obj.members[name]) if name in obj.members else obj.overloads[name][0]
+        if obj.is_module:
+            for wildcard in [m.wildcard for m in obj.members.values() if m.is_alias and m.wildcard]:
+                if not isinstance(found := self.member(self.resolve(wildcard), name), Missing):
+                    return found
+            return UNKNOWN if obj.path in self.dynamic else Missing(obj.path, name, list(obj.members))
         if "__getattr__" in obj.members or "__getattribute__" in obj.members:
             return UNKNOWN
+        names = list(obj.members)
         for base in obj.bases:
-            base_path = getattr(base, "canonical_path", str(base))
-            if base_path in ("object", "typing.Generic", "abc.ABC"):
+            if (base_path := getattr(base, "canonical_path", str(base))) in ("object", "typing.Generic", "abc.ABC"):
                 continue
-            found = self.member(self.resolve(base_path), name)
-            if isinstance(found, Missing):
-                names += found.names
-            else:
+            if not isinstance(found := self.member(self.resolve(base_path), name), Missing):
                 return found
+            names += found.names
         return Missing(obj.path, name, names)
-
-    def _own(self, obj: griffe.Object, name: str) -> object:
-        # A stub may define a name only through @overload: griffe keeps those apart.
-        return self.target(obj.members[name]) if name in obj.members else obj.overloads[name][0]
 
     def parameters(self, obj: object) -> list[griffe.Parameter] | None:
         """The parameters of a function or class; None when unknown."""
         obj = self.target(obj)
         if isinstance(obj, griffe.Function):
             owner = obj.parent.overloads.get(obj.name, []) if obj.parent is not None else []
-            functions = [obj, *(obj.overloads or []), *owner]
-            return [p for f in functions for p in f.parameters]
-        if isinstance(obj, griffe.Class):
-            if any("dataclass" in str(d.value) for d in obj.decorators):
-                return None
+            return [p for f in [obj, *(obj.overloads or []), *owner] for p in f.parameters]
+        if isinstance(obj, griffe.Class) and not any("dataclass" in str(d.value) for d in obj.decorators):
             for special in ("__init__", "__new__"):
                 found = self.member(obj, special)
                 if isinstance(found, griffe.Function):
@@ -268,12 +245,6 @@ class Index:
             return UNKNOWN
         found = self.resolve(annotation.canonical_path)
         return found if isinstance(found, griffe.Class) else UNKNOWN
-
-
-def _folders(module: griffe.Module) -> list[Path]:
-    if isinstance(module.filepath, list):  # a namespace package
-        return module.filepath
-    return [module.filepath.parent] if module.filepath.stem == "__init__" else []
 
 
 def _version(name: str) -> str:
