@@ -28,7 +28,7 @@ from pathlib import Path
 import griffe
 
 from xnnguide.doccheck.pages import Finding
-from xnnguide.doccheck.pycode import Unit
+from xnnguide.doccheck.pages import Unit
 
 RULE = "api"
 TRACKED = ("torch", "executorch", "torchao", "torchvision")
@@ -282,7 +282,8 @@ def _answer(use: Use, versions: dict[str, str]) -> list[list[str]]:
     index, top = shared_index(), use.steps[0].split(".")[0]
     found, installed = index.walk(index.resolve(use.steps[0]), list(use.steps[1:])), f"installed {top} {versions[top]}"
     if isinstance(found, Missing) and (use.module or not found.at):
-        return [[f"{found.at}:{found.name}", f"{use.written}: {top} is not installed" if versions[top] == "not installed" else
+        absent = versions[top] == "not installed"
+        return [[f"{found.at}:{found.name}", f"{use.written}: {top} is not installed" if absent else
                  f"{use.written}: there is no module {use.steps[0]} in the {installed}",
                  "import it from where the installed package defines it (search its sources), or drop the import"]]
     if isinstance(found, Missing):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xnnguide import regions
-from xnnguide.doccheck import pages, pycode, transforms
+from xnnguide.doccheck import pages, transforms
 from xnnguide.doccheck.pages import CodeBlock, Document, Finding, InputError, display
 
 #: Rule names, by the number issue 15 gives them.
@@ -71,13 +71,14 @@ class Report:
         return [entry for entry in self.ledger if entry["fate"] == "not-run"]
 
     def counts(self) -> dict[str, int]:
-        counts = dict.fromkeys([*FATES, "none"], 0)
-        for entry in self.ledger:
-            counts[entry["fate"] or "none"] += 1
-        return counts
+        return {fate: sum((entry["fate"] or "none") == fate for entry in self.ledger) for fate in [*FATES, "none"]}
 
 
 # ---------------------------------------------------------------- the files
+
+def _as_list(value) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else [] if value is None else [value]
+
 
 def read_conf(path: Path) -> dict:
     """What a ``conf.py`` defines, read the way Sphinx reads it; nothing when it cannot run here."""
@@ -88,10 +89,6 @@ def read_conf(path: Path) -> dict:
         return eval_config_file(path.resolve(), Tags())
     except Exception:  # noqa: BLE001 (a conf.py that needs what this environment lacks)
         return {}
-
-
-def _as_list(value) -> list:
-    return list(value) if isinstance(value, (list, tuple)) else [] if value is None else [value]
 
 
 def discover(options: Options) -> Project:
@@ -140,15 +137,15 @@ def discover(options: Options) -> Project:
 
 
 def read_documents(project: Project) -> list[Document]:
-    documents = []
-    for path in project.doc_files:
+    def text(path: Path) -> str:
         try:
-            documents.append(pages.read(path, path.read_text(encoding="utf-8"), project.myst_extensions))
+            return path.read_text(encoding="utf-8")
         except UnicodeDecodeError as error:
             raise InputError(f"{display(path)}: not UTF-8 text ({error.reason} at byte {error.start})") from None
         except OSError as error:
             raise InputError(f"{display(path)}: cannot read ({error.strerror})") from None
-    return documents
+
+    return [pages.read(path, text(path), project.myst_extensions) for path in project.doc_files]
 
 
 # ---------------------------------------------------------------- rule 5: fates, rule 2: copies
@@ -385,25 +382,22 @@ def check(options: Options) -> Report:
     def keep(new: list[Finding]) -> None:
         findings.extend(f for f in new if f.rule in rules)
 
-    used: dict[Path, set[str]] = {}
+    used: dict[Path, set[str]] = {}  # the regions pages show, by recipe
     for document in documents:
-        keep(document.problems)
-        keep(assign_fates(document, project, used))
+        keep([*document.problems, *assign_fates(document, project, used)])
     python_files = list({p.resolve(): p for p in [*project.python_files, *(
         Path(display(key)) for key in used if key.suffix == ".py" and key.is_file())]}.values())
     if documents and "regions" in rules:
-        for path in python_files:
-            keep(check_regions(path, used.get(path.resolve(), set())))
+        keep([f for path in python_files for f in check_regions(path, used.get(path.resolve(), set()))])
     units, exemptions = [], []
     if rules & {"transform-passes", "api", "syntax"}:
-        for unit, problems in [*(pycode.page_unit(display(d.path), d.blocks, d.lines) for d in documents),
-                               *(pycode.file_unit(path, display(path)) for path in python_files)]:
+        for unit, problems in [*(pages.page_unit(display(d.path), d.blocks, d.lines) for d in documents),
+                               *(pages.file_unit(path, display(path)) for path in python_files)]:
             keep(problems)
             units.append(unit)
-    if "transform-passes" in rules:
-        keep([finding for unit in units for finding in transforms.check(unit, exemptions)])
+    keep([f for unit in units for f in transforms.check(unit, exemptions)] if "transform-passes" in rules else [])
     if "api" in rules:
-        from xnnguide.doccheck import api
+        from xnnguide.doccheck import api  # griffe: imported only when the rule runs
 
         keep(api.check(units))
     keep(duplicates(documents) if "duplicate" in rules else [])

@@ -28,18 +28,15 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m xnnguide.doccheck",
         description="Check that the code and prose of Markdown (MyST), reStructuredText and README files agree with "
-                    "the recipes and with the installed packages.",
-        epilog="Rules: 1 transform-passes, 2 copies of recipe regions (fate, regions), 3 duplicate, 4 api, 5 every "
-               "Python block has a fate (fate, syntax; run with --run), 6 ledger and recipe (with --build). Findings "
-               "print as 'path:line: rule: what is wrong — how to fix'. Exit status: 0 clean, 1 findings, 2 usage "
-               "error or unreadable input.")
+                    "the recipes and with the installed packages.", epilog="Rules: " + "; ".join(
+            f"{number} {', '.join(names)}" for number, names in RULES.items()) + ". Findings print as 'path:line: "
+        "rule: what is wrong — how to fix'. Exit status: 0 clean, 1 findings, 2 usage error or unreadable input.")
     p.add_argument("paths", nargs="+", type=Path, help="files and folders to check (pages, READMEs, snippets)")
     p.add_argument("--root", type=Path, default=Path("."), help="project root: snippet: paths fall back to it")
     p.add_argument("--conf", type=Path, help="the Sphinx conf.py (default: next to or above a source folder)")
     p.add_argument("--rules", type=_rules, help="only these rules: numbers 1-6 or names, comma-separated")
     p.add_argument("--run", action="store_true", help="also execute the doctest and page-order blocks")
-    p.add_argument("--build", action="store_true",
-                   help="also check the last build: its execution ledger and every recipe's run record")
+    p.add_argument("--build", action="store_true", help="also check the last build's ledger and run records")
     p.add_argument("--gallery", type=Path, help="sphinx-gallery output folder holding _records (default: conf.py's)")
     p.add_argument("--ledger-json", type=Path, help="write the execution ledger as JSON to this file")
     p.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
@@ -70,13 +67,11 @@ def write_ledger(report: Report, path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if args.conf is not None and not args.conf.is_file():
-        print(f"{args.conf}: no such file", file=sys.stderr)
-        return 2
     rules = args.rules or (STATIC_RULES | ({"ledger", "recipe", "run"} if args.build or args.run else set()))
-    options = Options(args.paths, args.root, args.conf, rules, args.run, args.build, args.gallery)
     try:
-        report = check(options)
+        if args.conf is not None and not args.conf.is_file():
+            raise InputError(f"{args.conf}: no such file")
+        report = check(Options(args.paths, args.root, args.conf, rules, args.run, args.build, args.gallery))
     except InputError as error:
         print(f"doccheck: {error}", file=sys.stderr)
         return 2

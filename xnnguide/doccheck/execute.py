@@ -20,7 +20,7 @@ import traceback
 from pathlib import Path
 
 from xnnguide.doccheck.pages import CodeBlock, Finding
-from xnnguide.doccheck.pycode import MAGIC, parse_piece
+from xnnguide.doccheck.pages import MAGIC, parse_piece
 
 RULE = "run"
 
@@ -67,8 +67,7 @@ def _run_doctest(block: CodeBlock, shown: str, namespace: dict) -> Finding | Non
     runner = _Runner()
     runner.run(test, out=lambda text: None, clear_globs=False)
     namespace.update(test.globs)
-    if runner.problems:
-        example, problem = runner.problems[0]
+    for example, problem in runner.problems[:1]:
         return Finding(shown, block.text_line + example.lineno, RULE, f"the doctest output differs: {problem}",
                        "update the expected output under the >>> line, or fix the code")
     return None
@@ -83,14 +82,13 @@ def run_page(shown: str, page: Path, blocks: list[CodeBlock], root: Path) -> dic
         with tempfile.TemporaryDirectory(prefix="doccheck-") as workdir:
             os.chdir(workdir)
             for block in blocks:
-                if failed:
-                    outcomes[id(block)] = ("not reached", 0.0, None)
-                    continue
                 started = time.perf_counter()
-                problem = (_run_doctest if block.is_doctest else _run_script)(block, shown, namespace)
-                outcomes[id(block)] = ("failed" if problem else "passed", time.perf_counter() - started, problem)
-                failed = problem is not None
-            os.chdir(previous)
+                run = _run_doctest if block.is_doctest else _run_script
+                problem = None if failed else run(block, shown, namespace)
+                outcomes[id(block)] = ("not reached", 0.0, None) if failed else (
+                    "failed" if problem else "passed", time.perf_counter() - started, problem)
+                failed = failed or problem is not None
+            os.chdir(previous)  # before the folder goes
     finally:
         os.chdir(previous)
         with contextlib.suppress(ValueError):

@@ -1,4 +1,4 @@
-"""What the checker reads from a page: code blocks, prose paragraphs and marker comments, with their lines.
+"""What the checker reads from a page: code blocks, prose paragraphs, marker comments and Python units, with lines.
 
 Markdown (MyST) is tokenised by markdown-it-py as myst-parser configures it; bodies of directives that
 hold Markdown (admonitions, tabs) are tokenised again. reStructuredText is parsed by docutils with this
@@ -10,6 +10,9 @@ written ``<!-- ... -->`` or ``% ...`` in MyST and ``.. ...`` in reST.
 
 from __future__ import annotations
 
+import ast
+import contextlib
+import doctest
 import functools
 import os
 import re
@@ -24,6 +27,7 @@ CODE_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "code-cell", "t
 OPAQUE = frozenset({"math", "raw", "csv-table", "mermaid", "graphviz", "toctree", "include", "glossary",
                     "autosummary", "fact-table", "verified-stamp", "execution-ledger", "image", "figure",
                     "highlight", "testoutput", "list-table"})
+MAGIC = re.compile(r"^(\s*)(%|!)")  # IPython magics and shell escapes
 _COMMENT = re.compile(r"\A\s*<!--(.*?)-->\s*\Z", re.S)
 
 
@@ -351,3 +355,54 @@ def _read_rst(doc: Document, text: str, offset: int) -> None:
             doc.interrupt()
             if not inside(node, nodes.literal_block, nodes.comment):
                 doc.paragraphs.append((line + offset, node.astext()))
+
+
+# ---------------------------------------------------------------- Python units
+
+@dataclass
+class Unit:
+    """A page's Python blocks run in order in one namespace, so they are one unit: the statements of every block,
+    each node carrying its page line (``>>>`` blocks give their examples). A ``.py`` file is a unit too."""
+
+    path: str  # as displayed
+    statements: list[ast.stmt] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)  # the page's or file's text, for comments
+    text: str = ""  # the source the statements come from: what cached answers are keyed by
+
+
+def parse_piece(source: str, line: int, path: str) -> tuple[list[ast.stmt], Finding | None]:
+    """Parse one piece (IPython magics become ``pass``); statements carry page lines; a syntax error is a finding."""
+    try:
+        tree = ast.parse("\n".join(MAGIC.sub(r"\1pass  # ", text) for text in source.splitlines()))
+    except (SyntaxError, ValueError, RecursionError) as error:
+        where = line + (getattr(error, "lineno", None) or 1) - 1
+        return [], Finding(path, where, "syntax", f"the Python does not parse: {getattr(error, 'msg', error)}",
+                           "fix the code, or give the block its real language if it is not Python")
+    ast.increment_lineno(tree, line - 1)
+    return tree.body, None
+
+
+def page_unit(path: str, blocks: list[CodeBlock], lines: list[str]) -> tuple[Unit, list[Finding]]:
+    """The Python of a page's blocks (not literal includes: their files are units of their own)."""
+    unit, problems = Unit(path, lines=lines), []
+    for block in (b for b in blocks if b.is_python and b.kind != "literalinclude"):
+        pieces = [(block.text, block.text_line)]
+        if block.is_doctest:  # its examples, unless it is not a valid doctest
+            with contextlib.suppress(ValueError):
+                examples = doctest.DocTestParser().get_examples(block.text)
+                pieces = [(example.source, block.text_line + example.lineno) for example in examples]
+        for source, line in pieces:
+            statements, problem = parse_piece(source, line, path)
+            unit.statements.extend(statements)
+            unit.text += f"\n#{line}\n{source}"
+            problems += [problem] if problem else []
+    return unit, problems
+
+
+def file_unit(path, shown: str) -> tuple[Unit, list[Finding]]:
+    try:
+        source = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        return Unit(shown), [Finding(shown, 1, "syntax", f"not UTF-8 text ({error.reason})", "save the file as UTF-8")]
+    statements, problem = parse_piece(source, 1, shown)
+    return Unit(shown, statements, source.splitlines(), source), [problem] if problem else []

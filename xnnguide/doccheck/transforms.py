@@ -20,7 +20,7 @@ import re
 from collections import defaultdict
 
 from xnnguide.doccheck.pages import Finding
-from xnnguide.doccheck.pycode import Unit
+from xnnguide.doccheck.pages import Unit
 
 RULE = "transform-passes"
 PASSES = "get_transform_passes"
@@ -176,11 +176,10 @@ def _check_to_backend(call: ast.Call, scope: Scope, path: str) -> Finding | None
 
 def exemption(unit: Unit, node: ast.Call) -> tuple[int, str] | None:
     """A ``# doccheck: without-transform-passes reason=...`` comment on the call or right above it."""
-    candidates, above = list(range(node.lineno, (node.end_lineno or node.lineno) + 1)), node.lineno - 1
-    while 1 <= above <= len(unit.lines) and unit.lines[above - 1].strip().startswith("#"):
-        candidates.append(above)
-        above -= 1
-    for number in (n for n in candidates if n <= len(unit.lines)):
+    number = node.lineno - 1
+    while 1 <= number <= len(unit.lines) and unit.lines[number - 1].strip().startswith("#"):
+        number -= 1
+    for number in range(number + 1, min(node.end_lineno or node.lineno, len(unit.lines)) + 1):
         if match := EXEMPTION.search(unit.lines[number - 1]):
             return number, (match.group("reason") or "").strip().strip("\"'")
     return None
@@ -192,16 +191,14 @@ def check(unit: Unit, exemptions: list[tuple[str, int, str]]) -> list[Finding]:
         return []  # every call the rule looks at names one of them, or is imported under one of them
     scope, findings = Scope(unit), []
     for node in scope.calls:
-        name = scope.callee(node)
-        check_call = {"to_edge_transform_and_lower": _check_lower, "to_backend": _check_to_backend}.get(name)
+        check_call = {"to_edge_transform_and_lower": _check_lower, "to_backend": _check_to_backend}.get(
+            scope.callee(node))
         if check_call is None or (finding := check_call(node, scope, unit.path)) is None:
             continue
-        exempt = exemption(unit, node)
-        if exempt is None:
-            findings.append(finding)
-        elif not exempt[1]:
-            findings.append(Finding(unit.path, exempt[0], RULE, "a without-transform-passes exemption without a "
-                                    "reason", 'say why: # doccheck: without-transform-passes reason="..."'))
-        else:
+        if (exempt := exemption(unit, node)) is not None and exempt[1]:
             exemptions.append((unit.path, node.lineno, exempt[1]))
+        else:
+            findings.append(finding if exempt is None else Finding(unit.path, exempt[0], RULE, "a without-transform-"
+                            "passes exemption without a reason", 'say why: # doccheck: without-transform-passes '
+                            'reason="..."'))
     return findings
