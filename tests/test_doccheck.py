@@ -23,7 +23,7 @@ import pytest
 from conftest import GALLERY, ROOT
 from xnnguide.doccheck import Options, check
 from xnnguide.doccheck.checker import ALL_RULES, STATIC_RULES, ledger_path
-from xnnguide.doccheck.cli import write_ledger
+from xnnguide.doccheck.__main__ import write_ledger
 
 FIXTURES = ROOT / "tests" / "fixtures" / "doccheck"
 CASES = sorted(p.name for p in FIXTURES.iterdir() if (p / "EXPECTED").is_file())
@@ -187,7 +187,7 @@ def test_reading_rst_leaves_docutils_as_it_was():
 
 def cli(*args, cwd=ROOT, monkeypatch=None, capsys=None):
     """Run the command line in this process; returns (status, stdout, stderr)."""
-    from xnnguide.doccheck.cli import main
+    from xnnguide.doccheck.__main__ import main
 
     monkeypatch.chdir(cwd)
     try:

@@ -345,12 +345,11 @@ def check_build(project: Project, documents: list[Document], options: Options) -
     if project.gallery is None:
         return [Finding(display(options.root), 1, "ledger", "no sphinx-gallery folder is configured, so there are "
                         "no run records to read", "pass --gallery, or configure sphinx_gallery_conf in conf.py")]
-    findings, root = [], options.root.resolve()
+    findings = []
     for folder in sorted({recipe.parent for recipe in project.recipes}):
-        for problem in check_recipes(folder, project.gallery, root):
+        for problem in check_recipes(folder, project.gallery, options.root.resolve()):
             message, _, fix = problem.message.partition(" — ")
-            findings.append(Finding(str(problem.path), problem.line, "recipe", message,
-                                    fix or "fix the recipe, then `make html`"))
+            findings.append(Finding(str(problem.path), problem.line, "recipe", message, fix or "fix the recipe"))
     path = ledger_path(project.gallery)
     try:
         published = json.loads(path.read_text(encoding="utf-8"))
@@ -358,16 +357,14 @@ def check_build(project: Project, documents: list[Document], options: Options) -
         return findings + [Finding(display(path), 1, "ledger", "the last build published no execution ledger",
                                    "build the site (`make html`): the execution-ledger directive writes it")]
     entries = {(entry["path"], entry["line"]): entry for entry in published.get("entries", [])}
-    for document in documents:
-        for block in (block for block in document.blocks if block.fate != "other"):
-            entry = entries.get((display(document.path), block.line))
-            if entry is None:
-                findings.append(Finding(display(document.path), block.line, "ledger", "this code block is not in "
-                                        "the last build's execution ledger", "rebuild (`make html`)"))
-            elif not entry.get("ok"):
-                findings.append(Finding(display(document.path), block.line, "ledger", f"no fate in the last build: "
-                                        f"{entry['detail']}", "make it run and pass, include it from a recipe that "
-                                        "passes, or mark it not-run with a reason"))
+    for shown, block in ((display(d.path), b) for d in documents for b in d.blocks if b.fate != "other"):
+        if (entry := entries.get((shown, block.line))) is None:
+            findings.append(Finding(shown, block.line, "ledger", "this code block is not in the last build's "
+                                    "execution ledger", "rebuild (`make html`)"))
+        elif not entry.get("ok"):
+            findings.append(Finding(shown, block.line, "ledger", f"no fate in the last build: {entry['detail']}",
+                                    "make it run and pass, include it from a recipe that passes, or mark it not-run "
+                                    "with a reason"))
     return findings
 
 
