@@ -27,8 +27,7 @@ from pathlib import Path
 
 import griffe
 
-from xnnguide.doccheck.pages import Finding
-from xnnguide.doccheck.pages import Unit
+from xnnguide.doccheck.pages import Finding, Unit
 
 RULE = "api"
 TRACKED = ("torch", "executorch", "torchao", "torchvision")
@@ -85,21 +84,12 @@ def collect(unit: Unit) -> list[Use]:
                 if not isinstance(target, ast.Name):
                     visit(target)
                 bind(target, steps_of(node.value) if len(targets) == 1 and isinstance(node, ast.Assign) else None)
-        elif isinstance(node, (ast.For, ast.AsyncFor)):
-            visit(node.iter)
-            bind(node.target)
-            for child in [*node.body, *node.orelse]:
-                visit(child)
-        elif isinstance(node, (ast.With, ast.AsyncWith)):
-            for item in node.items:
-                visit(item.context_expr)
-                if item.optional_vars is not None:
-                    bind(item.optional_vars)
-            for child in node.body:
-                visit(child)
-        else:
+        else:  # a loop's or with's own names are unbound first: they hold what the checker cannot follow
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 bind(ast.Name(node.name))
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.withitem)) and (
+                    target := getattr(node, "target", None) or getattr(node, "optional_vars", None)) is not None:
+                bind(target)
             elif isinstance(node, ast.Call) and (steps := steps_of(node.func)):
                 uses.append(Use(line, steps, ast.unparse(node.func), [k.arg for k in node.keywords if k.arg]))
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and (steps := steps_of(node)):
@@ -263,10 +253,7 @@ def _suggest(name: str, names: list[str]) -> str:
     return f" (did you mean {', '.join(close)}?)" if close else ""
 
 
-@functools.lru_cache(maxsize=1)
-def shared_index() -> Index:
-    """One index per process: the installed packages do not change under it."""
-    return Index()
+shared_index = functools.lru_cache(maxsize=1)(Index)  # one per process: the installed packages do not change
 
 
 def _cache_file() -> Path:
@@ -328,7 +315,6 @@ def check(units: list[Unit]) -> list[Finding]:
     if len(cache) > size:
         with contextlib.suppress(OSError):
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}")
-            tmp.write_text(json.dumps(cache), encoding="utf-8")
-            os.replace(tmp, path)
+            path.with_suffix(f".{os.getpid()}").write_text(json.dumps(cache), encoding="utf-8")
+            os.replace(path.with_suffix(f".{os.getpid()}"), path)
     return findings

@@ -402,10 +402,9 @@ def check(options: Options) -> Report:
     if options.run:
         from xnnguide.doccheck.execute import run_page
 
-        outcomes = {}
-        for document in documents:
-            if runnable := [b for b in document.blocks if b.fate in ("doctest", "executed")]:
-                outcomes.update(run_page(display(document.path), document.path, runnable, options.root))
+        outcomes = {key: outcome for document in documents for key, outcome in run_page(
+            display(document.path), document.path, [b for b in document.blocks if b.fate in ("doctest", "executed")],
+            options.root).items()}
         findings.extend(finding for _, _, finding in outcomes.values() if finding is not None)
     ledger = build_ledger(documents, project, outcomes, options.run or options.build)
     if options.run:

@@ -1,9 +1,6 @@
-"""Run a page's code blocks: ``>>>`` blocks as doctests, the others as scripts.
-
-A page's blocks share one namespace and run in page order, in a temporary working folder (files a
-block writes vanish with it), with the project root first on ``sys.path``. Code is compiled with the
-page's path and real line numbers, so a failure is reported at its page line. The first failure stops
-the page: later blocks depend on the earlier ones and are reported as not reached.
+"""Run a page's code blocks, ``>>>`` blocks as doctests, in page order and one namespace, in a temporary
+working folder, with the project root first on ``sys.path``. A failure is reported at its page line; the
+blocks after it depend on it and are reported as not reached.
 """
 
 from __future__ import annotations
@@ -47,9 +44,7 @@ def _run_script(block: CodeBlock, shown: str, namespace: dict) -> Finding | None
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             exec(compile(ast.Module(statements, []), shown, "exec"), namespace)  # noqa: S102
-    except KeyboardInterrupt:
-        raise
-    except BaseException as error:  # the block failed: report where
+    except (Exception, SystemExit) as error:  # the block failed: report where
         lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == shown]
         message = f"{type(error).__name__}: {error}".splitlines()[0] if str(error) else type(error).__name__
         return Finding(shown, (lines or [block.text_line])[-1], RULE, f"the block failed when run: {message}",

@@ -16,7 +16,6 @@ import doctest
 import functools
 import os
 import re
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,11 +73,10 @@ class CodeBlock:
 
     @property
     def is_python(self) -> bool:
-        if self.language in PYTHON_LANGUAGES:
-            return True
         if self.kind == "literalinclude":
-            return self.language == "" and self.include.endswith(".py")
-        return self.kind == "doctest-block" or (self.language == "" and self.is_doctest)
+            return self.language in PYTHON_LANGUAGES or (self.language == "" and self.include.endswith(".py"))
+        return (self.language in PYTHON_LANGUAGES or self.kind == "doctest-block"
+                or (not self.language and self.is_doctest))
 
     @property
     def is_doctest(self) -> bool:
@@ -135,11 +133,7 @@ def parse_marker(comment: str, line: int) -> Marker | None:
     kind, _, arguments = text[len("doccheck:"):].strip().partition(" ")
     if kind != "not-run":
         return Marker(line, "invalid", text)
-    reason = arguments.removeprefix("reason=").strip() if arguments.startswith("reason=") else ""
-    try:
-        reason = " ".join(shlex.split(reason)) if reason[:1] in "\"'" else reason
-    except ValueError:  # an unbalanced quote: keep the text as written
-        pass
+    reason = arguments.removeprefix("reason=").strip().strip("\"'") if arguments.startswith("reason=") else ""
     return Marker(line, "not-run", text, reason=reason.strip())
 
 
@@ -185,8 +179,7 @@ def _read_markdown(doc: Document, text: str, offset: int, extensions: tuple[str,
         line = token.map[0] + 1 + offset
         if token.type == "html_block":
             match = _COMMENT.match(token.content)
-            marker = parse_marker(match.group(1), line) if match else None
-            doc.marker(marker) if marker else doc.interrupt()
+            doc.marker(marker) if match and (marker := parse_marker(match.group(1), line)) else doc.interrupt()
         elif token.type == "myst_line_comment":
             doc.marker(parse_marker(token.content, line))
         elif token.type == "code_block":
@@ -265,10 +258,8 @@ def _rst_states() -> tuple:
 
     def directive(self, match, **option_presets):
         name = match.group(1)
-        if name in CODE_DIRECTIVES or name in ("literalinclude", "highlight"):
-            found = Captured
-        else:
-            found = directives.directive(name, self.memo.language, self.document)[0] or Container
+        found = Captured if name in CODE_DIRECTIVES or name in ("literalinclude", "highlight") else (
+            directives.directive(name, self.memo.language, self.document)[0] or Container)
         return self.run_directive(found, match, name, option_presets)
 
     def local(cls):
@@ -284,9 +275,8 @@ def _rst_states() -> tuple:
     explicit = states.Struct(patterns=states.Body.explicit.patterns, constructs=[
         (directive if method is states.Body.directive else method, pattern)
         for method, pattern in states.Body.explicit.constructs])
-    for cls in classes:
-        if issubclass(cls, states.Body):
-            cls.explicit = explicit
+    for cls in (cls for cls in classes if issubclass(cls, states.Body)):
+        cls.explicit = explicit
     return classes
 
 

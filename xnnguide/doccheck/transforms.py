@@ -1,16 +1,10 @@
 """Rule 1: every XNNPACK lowering runs the XNNPACK pre-partition transforms, read from the syntax tree.
 
-* ``to_edge_transform_and_lower(program, transform_passes=..., partitioner=[...])`` must get passes
-  (keyword, second positional argument, or a ``**`` dict the checker can see) built with
-  ``get_transform_passes(...)``, unless its partitioners are visibly not XNNPACK's; without a
-  partitioner it delegates nothing;
-* ``<edge>.to_backend(<XNNPACK partitioner>)`` (or ``to_backend(edge, ...)``) must be reached from
-  ``to_edge(...)`` through ``.transform(get_transform_passes(...))``.
-
-Names are followed through earlier assignments, loops and imports of the same unit. A lowering without
-the passes on purpose says why, on the call or the comment lines right above it; exemptions are listed::
-
-    # doccheck: without-transform-passes reason="the baseline the page compares against"
+``to_edge_transform_and_lower(program, transform_passes=..., partitioner=[...])`` with a partitioner
+that may be XNNPACK's must get passes built with ``get_transform_passes(...)``; ``<edge>.to_backend(<XNNPACK
+partitioner>)`` must be reached from ``to_edge(...)`` through ``.transform(get_transform_passes(...))``.
+Names are followed through earlier assignments, loops and imports of the unit. A lowering without the passes
+on purpose says why on the call or right above it: ``# doccheck: without-transform-passes reason="..."``.
 """
 
 from __future__ import annotations
@@ -96,13 +90,10 @@ class Scope:
         for mapping in (item.value for item in call.keywords if item.arg is None):  # **options
             if isinstance(mapping, ast.Name):
                 mapping = self.assignment(mapping.id, call.lineno)[1] or mapping
-            if isinstance(mapping, ast.Dict):
-                pairs = [(k.value, v) for k, v in zip(mapping.keys, mapping.values) if isinstance(k, ast.Constant)]
-            elif isinstance(mapping, ast.Call) and isinstance(mapping.func, ast.Name) and mapping.func.id == "dict":
-                pairs = [(kw.arg, kw.value) for kw in mapping.keywords]
-            else:
+            if not isinstance(mapping, ast.Dict):
                 return None, False
-            return next((value for key, value in pairs if key == keyword), None), True
+            return next((v for k, v in zip(mapping.keys, mapping.values) if isinstance(k, ast.Constant)
+                         and k.value == keyword), None), True
         return None, True
 
 
