@@ -22,7 +22,7 @@ import pytest
 
 from conftest import GALLERY, ROOT
 from xnnguide.doccheck import Options, check
-from xnnguide.doccheck.checker import ALL_RULES, STATIC_RULES, ledger_path
+from xnnguide.doccheck.checker import ALL_RULES, STATIC_RULES
 from xnnguide.doccheck.__main__ import write_ledger
 
 FIXTURES = ROOT / "tests" / "fixtures" / "doccheck"
@@ -65,7 +65,7 @@ def run_case(tree: Path, mode: str, monkeypatch) -> set[str]:
         write_records(tree, (tree / "RECORD").read_text().strip())
         # What the build's execution-ledger directive does, then what `make test` checks.
         ledger = check(Options([Path(".")], root=Path("."), run=True, rules=frozenset({"fate", "run"})))
-        write_ledger(ledger, ledger_path(Path("docs/gallery")))
+        write_ledger(ledger, Path("docs/gallery/_records/ledger.json"))
         options.build, options.rules = True, ALL_RULES
     report = check(options)
     for finding in report.findings:
@@ -110,7 +110,7 @@ def test_the_last_build_accounted_for_every_block(built_site):
     """Rule 6: the build's ledger covers every block, and every recipe passed in its current form."""
     report = check(Options(OUR_TREE, root=ROOT, build=True, rules=ALL_RULES))
     assert not report.findings, "\n" + "\n".join(map(str, report.findings))
-    published = json.loads(ledger_path(GALLERY).read_text())
+    published = json.loads((GALLERY / "_records" / "ledger.json").read_text())
     python = [e for e in published["entries"] if e["fate"] != "other"]
     assert python and all(entry["ok"] for entry in python)
     assert (built_site / "contributing" / "execution_ledger.html").is_file()
@@ -234,8 +234,8 @@ def test_not_run_markers_are_counted_and_reported(tmp_path, monkeypatch, capsys)
     monkeypatch.chdir(tmp_path)
     report = check(Options([Path("page.md")], root=Path(".")))
     assert not report.findings
-    assert [(e["line"], e["detail"]) for e in report.not_run] == [(4, "not run: needs a phone on USB"),
-                                                                  (9, "not run: needs a GPU")]
+    not_run = [(e["line"], e["detail"]) for e in report.ledger if e["fate"] == "not-run"]
+    assert not_run == [(4, "not run: needs a phone on USB"), (9, "not run: needs a GPU")]
     status, out, err = cli(page, cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)
     assert status == 0 and "2 not-run marker(s)" in err and "needs a GPU" in err
 

@@ -13,15 +13,11 @@ from xnnguide.doccheck.pages import InputError
 
 
 def _rules(text: str) -> frozenset[str]:
-    chosen: set[str] = {"parse"}
-    for item in filter(None, (item.strip() for item in text.split(","))):
-        if item.isdigit() and int(item) in RULES:
-            chosen.update(RULES[int(item)])
-        elif item in ALL_RULES:
-            chosen.add(item)
-        else:
-            raise argparse.ArgumentTypeError(f"unknown rule {item!r}; rules are 1-6 or {', '.join(sorted(ALL_RULES))}")
-    return frozenset(chosen)
+    named = {**{str(number): names for number, names in RULES.items()}, **{name: (name,) for name in ALL_RULES}}
+    items = [item for item in map(str.strip, text.split(",")) if item]
+    if unknown := [item for item in items if item not in named]:
+        raise argparse.ArgumentTypeError(f"unknown rule {unknown[0]!r}; use 1-6 or {', '.join(sorted(ALL_RULES))}")
+    return frozenset({"parse", *(name for item in items for name in named[item])})
 
 
 def parser() -> argparse.ArgumentParser:
@@ -44,13 +40,13 @@ def parser() -> argparse.ArgumentParser:
 
 
 def summary(report: Report) -> list[str]:
-    counts = report.counts()
+    counts, not_run = report.counts(), [entry for entry in report.ledger if entry["fate"] == "not-run"]
     parts = ", ".join([*(f"{counts[fate]} {FATES[fate]}" for fate in FATES if counts[fate]),
                        *([f"{counts['none']} with no fate"] if counts["none"] else [])])
     return [f"doccheck: {len(report.project.doc_files)} pages/READMEs, {len(report.project.python_files)} Python "
-            f"files, {len(report.ledger)} code blocks ({parts or 'none'}); {len(report.not_run)} not-run marker(s); "
+            f"files, {len(report.ledger)} code blocks ({parts or 'none'}); {len(not_run)} not-run marker(s); "
             f"{len(report.findings)} finding(s) in {report.seconds:.2f} s",
-            *(f"  not-run: {entry['path']}:{entry['line']}: {entry['detail']}" for entry in report.not_run),
+            *(f"  not-run: {entry['path']}:{entry['line']}: {entry['detail']}" for entry in not_run),
             *([f"doccheck: {len(report.exemptions)} XNNPACK lowering(s) without transform passes, on purpose:"]
               if report.exemptions else []),
             *(f"  without-transform-passes: {path}:{line}: {reason}" for path, line, reason in report.exemptions)]

@@ -244,10 +244,6 @@ def _version(name: str) -> str:
         return "not installed"
 
 
-def _versions() -> dict[str, str]:
-    return {name: _version(name) for name in TRACKED}
-
-
 def _suggest(name: str, names: list[str]) -> str:
     close = difflib.get_close_matches(name, sorted(set(names)), n=3, cutoff=0.6)
     return f" (did you mean {', '.join(close)}?)" if close else ""
@@ -259,7 +255,7 @@ shared_index = functools.lru_cache(maxsize=1)(Index)  # one per process: the ins
 def _cache_file() -> Path:
     """Answers hold as long as the environment, the tracked packages' versions and this file do."""
     source = Path(__file__).read_text(encoding="utf-8")
-    key = json.dumps([sys.prefix, _versions(), _version("griffe"), source])
+    key = json.dumps([sys.prefix, {name: _version(name) for name in TRACKED}, _version("griffe"), source])
     folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "xnnguide-doccheck"
     return folder / f"api-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
 
@@ -293,7 +289,7 @@ def _answer(use: Use, versions: dict[str, str]) -> list[list[str]]:
 
 def check(units: list[Unit]) -> list[Finding]:
     """Findings of rule 4. Answers are cached per unit text and per use, as long as :func:`_cache_file` holds."""
-    versions, path = _versions(), _cache_file()
+    versions, path = {name: _version(name) for name in TRACKED}, _cache_file()
     try:
         cache = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -66,10 +66,6 @@ class Report:
     seconds: float
     exemptions: list[tuple[str, int, str]] = field(default_factory=list)  # lowerings without passes, on purpose
 
-    @property
-    def not_run(self) -> list[dict]:
-        return [entry for entry in self.ledger if entry["fate"] == "not-run"]
-
     def counts(self) -> dict[str, int]:
         return {fate: sum((entry["fate"] or "none") == fate for entry in self.ledger) for fate in [*FATES, "none"]}
 
@@ -247,18 +243,12 @@ def check_regions(path: Path, used: set[str]) -> list[Finding]:
         return []
     declared = {name: number for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
                 if (match := GALLERY_ONLY.match(text)) for name in match.group(1).split()}
-    findings = [Finding(shown, line, "regions", f"'# [gallery-only {name}]' names no region of this file",
-                        "name an existing region, or delete the declaration")
-                for name, line in declared.items() if name not in found]
-    for name, region in found.items():
-        if name not in used and name not in declared:
-            findings.append(Finding(shown, region.start_line, "regions", f"region {name!r} is not shown by any page "
-                                    "or the README", f"literalinclude it from a page, or declare it with a line "
-                                    f"'# [gallery-only {name}]' if only the gallery shows it"))
-        elif name in used and name in declared:
-            findings.append(Finding(shown, declared[name], "regions", f"region {name!r} is declared gallery-only "
-                                    "but a page shows it", "delete the gallery-only declaration"))
-    return findings
+    return [Finding(shown, line, "regions", f"'# [gallery-only {name}]' names no region of this file",
+                    "name an existing region, or delete the declaration")
+            for name, line in declared.items() if name not in found] + [
+        Finding(shown, region.start_line, "regions", f"region {name!r} is not shown by any page or the README",
+                f"literalinclude it from a page, or declare it with a line '# [gallery-only {name}]' if only the "
+                "gallery shows it") for name, region in found.items() if name not in used and name not in declared]
 
 
 # ---------------------------------------------------------------- rule 3: duplicated paragraphs
@@ -334,10 +324,6 @@ def build_ledger(documents: list[Document], project: Project, outcomes: dict | N
     return ledger
 
 
-def ledger_path(gallery: Path) -> Path:
-    return gallery / "_records" / "ledger.json"
-
-
 def check_build(project: Project, documents: list[Document], options: Options) -> list[Finding]:
     """Rule 6 against the last build: every recipe's run record, and the ledger the build published."""
     from xnnguide.results import check_recipes
@@ -350,7 +336,7 @@ def check_build(project: Project, documents: list[Document], options: Options) -
         for problem in check_recipes(folder, project.gallery, options.root.resolve()):
             message, _, fix = problem.message.partition(" — ")
             findings.append(Finding(str(problem.path), problem.line, "recipe", message, fix or "fix the recipe"))
-    path = ledger_path(project.gallery)
+    path = project.gallery / "_records" / "ledger.json"  # where the build's execution-ledger directive writes it
     try:
         published = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

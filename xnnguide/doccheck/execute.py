@@ -16,8 +16,7 @@ import time
 import traceback
 from pathlib import Path
 
-from xnnguide.doccheck.pages import CodeBlock, Finding
-from xnnguide.doccheck.pages import MAGIC, parse_piece
+from xnnguide.doccheck.pages import MAGIC, CodeBlock, Finding, parse_piece
 
 RULE = "run"
 

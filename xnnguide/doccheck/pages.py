@@ -107,10 +107,6 @@ class Document:
 
     def block(self, block: CodeBlock) -> None:
         block.marker, self.pending = self.pending, None
-        if block.marker is not None and block.marker.kind == "snippet" and block.line != block.marker.line + 1:
-            self.problems.append(Finding(display(self.path), block.marker.line, "fate",
-                                         "a snippet comment must be followed directly by the code block",
-                                         "remove the lines between the comment and the block"))
         self.blocks.append(block)
 
 

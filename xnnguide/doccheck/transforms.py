@@ -68,10 +68,9 @@ class Scope:
                     isinstance(node, ast.Attribute) and word in node.attr.lower()):
                 return True
             if isinstance(node, ast.Name):
-                if word in node.id.lower() or word in self.origins.get(node.id, "").lower():
-                    return True
                 line, value = self.assignment(node.id, before)
-                if self.mentions(value, word, line, depth + 1):
+                if (word in node.id.lower() or word in self.origins.get(node.id, "").lower()
+                        or self.mentions(value, word, line, depth + 1)):
                     return True
         return False
 
@@ -151,18 +150,12 @@ def _check_to_backend(call: ast.Call, scope: Scope, path: str) -> Finding | None
         receiver, (partitioner, _) = call.args[0] if call.args else None, scope.argument(call, "partitioner", 1)
     if partitioner is None or not scope.mentions(partitioner, "xnnpack", call.lineno):
         return None
-    verdict = _trace(receiver, scope, call.lineno)
-    if verdict == "to_edge":
-        return Finding(path, call.lineno, RULE, "to_edge(...) is followed by .to_backend(<XNNPACK partitioner>) with "
-                       "no .transform(get_transform_passes()) in between, so XNNPACK's pre-partition transforms "
-                       "never run", "call .transform(get_transform_passes()) on the Edge program before "
-                       ".to_backend(...), or use to_edge_transform_and_lower(..., transform_passes="
-                       "get_transform_passes())")
-    if verdict == "bad-transform":
-        return Finding(path, call.lineno, RULE, "the Edge program given to .to_backend(<XNNPACK partitioner>) was "
-                       "transformed without get_transform_passes(...)",
-                       "include get_transform_passes(...) in the passes given to .transform(...)")
-    return None
+    message = {"to_edge": "to_edge(...) is followed by .to_backend(<XNNPACK partitioner>) with no .transform("
+                          "get_transform_passes()) in between, so XNNPACK's pre-partition transforms never run",
+               "bad-transform": "the Edge program given to .to_backend(<XNNPACK partitioner>) was transformed "
+                                "without get_transform_passes(...)"}.get(_trace(receiver, scope, call.lineno))
+    return message and Finding(path, call.lineno, RULE, message, "call .transform(get_transform_passes(...)) on the "
+                               "Edge program before .to_backend(...), or use to_edge_transform_and_lower(...)")
 
 
 def exemption(unit: Unit, node: ast.Call) -> tuple[int, str] | None:
