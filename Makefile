@@ -81,10 +81,12 @@ test: venv browser ## everything CI checks: offline strict build, the test suite
 CHECK_TESTS := tests/test_gallery_order.py tests/test_reader_code.py tests/test_regions.py tests/test_facts.py tests/test_readme.py \
   tests/test_environment.py tests/test_doccheck.py tests/test_site.py tests/test_parallel_safety.py
 
+# pytest loads no plugin it finds installed (the browser and xdist plugins
+# take seconds to import and these tests use neither), and keeps no cache.
 check: venv ## fast static checks (drift rules, reader code, README copies, pins); runs no recipe, lowers no model
 	$(BIN)/python -m xnnguide.doccheck $(DOCCHECK_PATHS)
 	$(BIN)/python -m xnnguide.reader_code $(DOCCHECK_PATHS)
-	$(BIN)/python -m pytest -q -m "not build" $(PYTEST_ARGS) $(CHECK_TESTS)
+	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not build" $(PYTEST_ARGS) $(CHECK_TESTS)
 
 check-build: venv ## the drift checks against the last `make html`: failed recipes, blocks without a fate
 	$(BIN)/python -m xnnguide.doccheck --build $(DOCCHECK_PATHS)

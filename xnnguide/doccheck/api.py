@@ -27,8 +27,7 @@ from pathlib import Path
 
 import griffe
 
-from xnnguide.doccheck.pages import Finding
-from xnnguide.doccheck.pycode import Unit
+from xnnguide.doccheck.pages import Finding, Unit
 
 RULE = "api"
 TRACKED = ("torch", "executorch", "torchao", "torchvision")
@@ -38,7 +37,6 @@ logging.getLogger("griffe").setLevel(logging.CRITICAL)
 
 @dataclass
 class Use:
-    path: str
     line: int
     steps: tuple[str, ...]  # a dotted import path, then attribute names and "()" for what a call returns
     written: str  # how the code spells it
@@ -68,19 +66,15 @@ def collect(unit: Unit) -> list[Use]:
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Import):
             for alias in node.names:
-                local = alias.asname or alias.name.split(".")[0]
-                tracked = alias.name.split(".")[0] in TRACKED
-                if tracked:
-                    uses.append(Use(unit.path, line, (alias.name,), f"import {alias.name}", module=True))
+                local, tracked = alias.asname or alias.name.split(".")[0], alias.name.split(".")[0] in TRACKED
+                uses.extend([Use(line, (alias.name,), f"import {alias.name}", module=True)] if tracked else [])
                 bind(ast.Name(local), ((alias.name if alias.asname else local),) if tracked else None)
         elif isinstance(node, ast.ImportFrom):
             tracked = not node.level and node.module and node.module.split(".")[0] in TRACKED
-            if tracked:
-                uses.append(Use(unit.path, line, (node.module,), f"from {node.module} import ...", module=True))
+            uses.extend([Use(line, (node.module,), f"from {node.module} import ...", module=True)] if tracked else [])
             for alias in node.names:
                 if tracked and alias.name != "*":
-                    uses.append(Use(unit.path, line, (f"{node.module}.{alias.name}",),
-                                    f"from {node.module} import {alias.name}"))
+                    uses.append(Use(line, (f"{node.module}.{alias.name}",), f"from {node.module} import {alias.name}"))
                 bind(ast.Name(alias.asname or alias.name), (f"{node.module}.{alias.name}",) if tracked else None)
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
             if node.value is not None:  # the value is evaluated before the names are bound
@@ -90,26 +84,16 @@ def collect(unit: Unit) -> list[Use]:
                 if not isinstance(target, ast.Name):
                     visit(target)
                 bind(target, steps_of(node.value) if len(targets) == 1 and isinstance(node, ast.Assign) else None)
-        elif isinstance(node, (ast.For, ast.AsyncFor)):
-            visit(node.iter)
-            bind(node.target)
-            for child in [*node.body, *node.orelse]:
-                visit(child)
-        elif isinstance(node, (ast.With, ast.AsyncWith)):
-            for item in node.items:
-                visit(item.context_expr)
-                if item.optional_vars is not None:
-                    bind(item.optional_vars)
-            for child in node.body:
-                visit(child)
-        else:
+        else:  # a loop's or with's own names are unbound first: they hold what the checker cannot follow
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 bind(ast.Name(node.name))
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.withitem)) and (
+                    target := getattr(node, "target", None) or getattr(node, "optional_vars", None)) is not None:
+                bind(target)
             elif isinstance(node, ast.Call) and (steps := steps_of(node.func)):
-                keywords = [keyword.arg for keyword in node.keywords if keyword.arg]
-                uses.append(Use(unit.path, line, steps, ast.unparse(node.func), keywords))
+                uses.append(Use(line, steps, ast.unparse(node.func), [k.arg for k in node.keywords if k.arg]))
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and (steps := steps_of(node)):
-                uses.append(Use(unit.path, line, steps, ast.unparse(node)))
+                uses.append(Use(line, steps, ast.unparse(node)))
             for child in ast.iter_child_nodes(node):
                 visit(child)
 
@@ -129,8 +113,7 @@ class Index:
     """The installed packages as griffe objects, each module parsed on first use."""
 
     def __init__(self) -> None:
-        self.collection = griffe.ModulesCollection()
-        self.lines = griffe.LinesCollection()
+        self.collection, self.lines = griffe.ModulesCollection(), griffe.LinesCollection()
         self.extensions = griffe.load_extensions()
         self.modules: dict[str, object] = {}  # dotted name -> griffe.Module, UNKNOWN or None (absent)
         self.dynamic: set[str] = set()  # modules that make names at run time
@@ -147,42 +130,36 @@ class Index:
             return UNKNOWN
         if "globals()" in code or "__getattr__" in module.members:
             self.dynamic.add(name)
-        if parent is None:
-            self.collection.set_member(name, module)
-        else:
-            parent.set_member(module.name, module)
+        (self.collection if parent is None else parent).set_member(name if parent is None else module.name, module)
         return module
 
     def module(self, name: str) -> object:
-        if name in self.modules:
-            return self.modules[name]
+        if name not in self.modules:
+            self.modules[name] = self._find(name)
+        return self.modules[name]
+
+    def _find(self, name: str) -> object:
         parent_name, _, last = name.rpartition(".")
-        found: object = None
         if not parent_name:
             spec = importlib.machinery.PathFinder.find_spec(name)
             if spec is not None and spec.origin and spec.origin.endswith(".py"):
-                found = self._visit(name, Path(spec.origin), None)
-            elif spec is not None and spec.origin in (None, "namespace") and spec.submodule_search_locations:
+                return self._visit(name, Path(spec.origin), None)
+            if spec is not None and spec.origin in (None, "namespace") and spec.submodule_search_locations:
                 found = griffe.Module(name, filepath=[Path(p) for p in spec.submodule_search_locations],
                                       lines_collection=self.lines, modules_collection=self.collection)
                 self.collection.set_member(name, found)
-            elif spec is not None:
-                found = UNKNOWN
-        else:
-            parent = self.module(parent_name)
-            if parent is UNKNOWN:
-                found = UNKNOWN
-            elif isinstance(parent, griffe.Module) and _folders(parent):
-                for folder, path in ((f, p) for f in _folders(parent) for p in (
-                        f / last / "__init__.py", f / last / "__init__.pyi", f / f"{last}.py", f / f"{last}.pyi")):
-                    if path.is_file():
-                        found = self._visit(name, path, parent)
-                        break
-                else:
-                    if any((f / last).is_dir() or any(f.glob(f"{last}.*.so")) for f in _folders(parent)):
-                        found = UNKNOWN
-        self.modules[name] = found
-        return found
+                return found
+            return None if spec is None else UNKNOWN
+        parent = self.module(parent_name)
+        if parent is UNKNOWN or not isinstance(parent, griffe.Module):
+            return parent if parent is UNKNOWN else None
+        folders = parent.filepath if isinstance(parent.filepath, list) else (  # a namespace package
+            [parent.filepath.parent] if parent.filepath.stem == "__init__" else [])
+        for path in (f / p for f in folders for p in (f"{last}/__init__.py", f"{last}/__init__.pyi", f"{last}.py",
+                                                      f"{last}.pyi")):
+            if path.is_file():
+                return self._visit(name, path, parent)
+        return UNKNOWN if any((f / last).is_dir() or any(f.glob(f"{last}.*.so")) for f in folders) else None
 
     def resolve(self, path: str) -> object:
         """The object at a dotted *path*, a :class:`Missing`, or UNKNOWN."""
@@ -190,17 +167,19 @@ class Index:
             return UNKNOWN
         self.resolving.add(path)
         try:
-            parts = path.split(".")
-            obj = self.module(parts[0])
-            if obj is None:
-                return Missing("", parts[0])
-            for part in parts[1:]:
-                if not isinstance(obj, griffe.Object):
-                    return obj
-                obj = self.member(obj, part)
-            return obj
+            first, *rest = path.split(".")
+            obj = self.module(first)
+            return Missing("", first) if obj is None else self.walk(obj, rest)
         finally:
             self.resolving.discard(path)
+
+    def walk(self, obj: object, steps: list[str]) -> object:
+        """What attribute names, and calls ("()"), reach from *obj*."""
+        for step in steps:
+            if not isinstance(obj, griffe.Object):
+                break
+            obj = self.returned(obj) if step == "()" else self.member(obj, step)
+        return obj
 
     def target(self, obj: object) -> object:
         while isinstance(obj, griffe.Alias):
@@ -211,51 +190,35 @@ class Index:
         obj = self.target(obj)
         if not isinstance(obj, griffe.Object):
             return obj
-        if obj.is_module:
-            sub = self.module(f"{obj.path}.{name}")
-            if sub is not None:
-                return sub
-            if name in obj.members or name in obj.overloads:
-                return self._own(obj, name)
-            for wildcard in [m.wildcard for m in obj.members.values() if m.is_alias and m.wildcard]:
-                found = self.member(self.resolve(wildcard), name)
-                if not isinstance(found, Missing):
-                    return found
-            if obj.path in self.dynamic:
-                return UNKNOWN
-            return Missing(obj.path, name, list(obj.members))
-        if not obj.is_class:
+        if obj.is_module and (sub := self.module(f"{obj.path}.{name}")) is not None:
+            return sub
+        if not (obj.is_module or obj.is_class):
             return UNKNOWN
-        if name in obj.members or name in obj.overloads:
-            return self._own(obj, name)
-        names = list(obj.members)
+        if name in obj.members or name in obj.overloads:  # a stub may define a name only through @overload
+            return self.target(obj.members[name]) if name in obj.members else obj.overloads[name][0]
+        if obj.is_module:
+            for wildcard in [m.wildcard for m in obj.members.values() if m.is_alias and m.wildcard]:
+                if not isinstance(found := self.member(self.resolve(wildcard), name), Missing):
+                    return found
+            return UNKNOWN if obj.path in self.dynamic else Missing(obj.path, name, list(obj.members))
         if "__getattr__" in obj.members or "__getattribute__" in obj.members:
             return UNKNOWN
+        names = list(obj.members)
         for base in obj.bases:
-            base_path = getattr(base, "canonical_path", str(base))
-            if base_path in ("object", "typing.Generic", "abc.ABC"):
+            if (base_path := getattr(base, "canonical_path", str(base))) in ("object", "typing.Generic", "abc.ABC"):
                 continue
-            found = self.member(self.resolve(base_path), name)
-            if isinstance(found, Missing):
-                names += found.names
-            else:
+            if not isinstance(found := self.member(self.resolve(base_path), name), Missing):
                 return found
+            names += found.names
         return Missing(obj.path, name, names)
-
-    def _own(self, obj: griffe.Object, name: str) -> object:
-        # A stub may define a name only through @overload: griffe keeps those apart.
-        return self.target(obj.members[name]) if name in obj.members else obj.overloads[name][0]
 
     def parameters(self, obj: object) -> list[griffe.Parameter] | None:
         """The parameters of a function or class; None when unknown."""
         obj = self.target(obj)
         if isinstance(obj, griffe.Function):
             owner = obj.parent.overloads.get(obj.name, []) if obj.parent is not None else []
-            functions = [obj, *(obj.overloads or []), *owner]
-            return [p for f in functions for p in f.parameters]
-        if isinstance(obj, griffe.Class):
-            if any("dataclass" in str(d.value) for d in obj.decorators):
-                return None
+            return [p for f in [obj, *(obj.overloads or []), *owner] for p in f.parameters]
+        if isinstance(obj, griffe.Class) and not any("dataclass" in str(d.value) for d in obj.decorators):
             for special in ("__init__", "__new__"):
                 found = self.member(obj, special)
                 if isinstance(found, griffe.Function):
@@ -274,20 +237,11 @@ class Index:
         return found if isinstance(found, griffe.Class) else UNKNOWN
 
 
-def _folders(module: griffe.Module) -> list[Path]:
-    if isinstance(module.filepath, list):  # a namespace package
-        return module.filepath
-    return [module.filepath.parent] if module.filepath.stem == "__init__" else []
-
-
-def _versions() -> dict[str, str]:
-    versions = {}
-    for name in TRACKED:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "not installed"
-    return versions
+def _version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not installed"
 
 
 def _suggest(name: str, names: list[str]) -> str:
@@ -295,25 +249,13 @@ def _suggest(name: str, names: list[str]) -> str:
     return f" (did you mean {', '.join(close)}?)" if close else ""
 
 
-@functools.lru_cache(maxsize=1)
-def shared_index() -> Index:
-    """One index per process: the installed packages do not change under it."""
-    return Index()
-
-
-def lookup(index: Index, steps: tuple[str, ...]) -> object:
-    obj = index.resolve(steps[0])
-    for step in steps[1:]:
-        if not isinstance(obj, griffe.Object):
-            break
-        obj = index.returned(obj) if step == "()" else index.member(obj, step)
-    return obj
+shared_index = functools.lru_cache(maxsize=1)(Index)  # one per process: the installed packages do not change
 
 
 def _cache_file() -> Path:
     """Answers hold as long as the environment, the tracked packages' versions and this file do."""
     source = Path(__file__).read_text(encoding="utf-8")
-    key = json.dumps([sys.prefix, _versions(), metadata.version("griffe"), source])
+    key = json.dumps([sys.prefix, {name: _version(name) for name in TRACKED}, _version("griffe"), source])
     folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "xnnguide-doccheck"
     return folder / f"api-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
 
@@ -321,12 +263,21 @@ def _cache_file() -> Path:
 def _answer(use: Use, versions: dict[str, str]) -> list[list[str]]:
     """What is wrong with *use*, as [key to report once per file ("" for always), message, fix] triples."""
     index, top = shared_index(), use.steps[0].split(".")[0]
-    found, installed = lookup(index, use.steps), f"installed {top} {versions.get(top, '?')}"
+    found, installed = index.walk(index.resolve(use.steps[0]), list(use.steps[1:])), f"installed {top} {versions[top]}"
+    if isinstance(found, Missing) and (use.module or not found.at):
+        absent = versions[top] == "not installed"
+        return [[f"{found.at}:{found.name}", f"{use.written}: {top} is not installed" if absent else
+                 f"{use.written}: there is no module {use.steps[0]} in the {installed}",
+                 "import it from where the installed package defines it (search its sources), or drop the import"]]
     if isinstance(found, Missing):
-        return [[f"{found.at}:{found.name}", *_missing(use, found, installed, versions.get(top) == "not installed")]]
-    if not use.keywords or not isinstance(found, griffe.Object):
-        return []
-    params = index.parameters(found)
+        where = found.at
+        if "()" in use.steps:
+            call = ".".join(use.steps[:len(use.steps) - use.steps[::-1].index("()")]).replace(".()", "(...)")
+            where += f" (what {call} returns)"
+        return [[f"{found.at}:{found.name}", f"{use.written}: {where} has no attribute '{found.name}' ({installed})",
+                 f"use the name the installed package has{_suggest(found.name, found.names)}, "
+                 "or update the code to the installed API"]]
+    params = index.parameters(found) if use.keywords and isinstance(found, griffe.Object) else None
     if params is None or any(p.kind is griffe.ParameterKind.var_keyword for p in params):
         return []
     valid = {p.name for p in params if p.kind is not griffe.ParameterKind.positional_only}
@@ -337,40 +288,29 @@ def _answer(use: Use, versions: dict[str, str]) -> list[list[str]]:
 
 
 def check(units: list[Unit]) -> list[Finding]:
-    versions, path = _versions(), _cache_file()
+    """Findings of rule 4. Answers are cached per unit text and per use, as long as :func:`_cache_file` holds."""
+    versions, path = {name: _version(name) for name in TRACKED}, _cache_file()
     try:
         cache = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         cache = {}
-    size, findings, reported = len(cache), [], set()
-    for use in (use for unit in units for use in collect(unit)):
-        key = json.dumps([use.steps, use.written, use.keywords, use.module])
-        if key not in cache:
-            cache[key] = _answer(use, versions)
-        for once, message, fix in cache[key]:
-            if not once or (use.path, once) not in reported:
-                reported.add((use.path, once))
-                findings.append(Finding(use.path, use.line, RULE, message, fix))
+    size, findings = len(cache), []
+    for unit in units:
+        unit_key = "unit " + hashlib.sha256(unit.text.encode()).hexdigest()
+        if unit_key not in cache:
+            cache[unit_key], reported = [], set()
+            for use in collect(unit):
+                key = json.dumps([use.steps, use.written, use.keywords, use.module])
+                if key not in cache:
+                    cache[key] = _answer(use, versions)
+                for once, message, fix in cache[key]:
+                    if not once or once not in reported:
+                        reported.add(once)
+                        cache[unit_key].append([use.line, message, fix])
+        findings += [Finding(unit.path, line, RULE, message, fix) for line, message, fix in cache[unit_key]]
     if len(cache) > size:
         with contextlib.suppress(OSError):
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}")
-            tmp.write_text(json.dumps(cache), encoding="utf-8")
-            os.replace(tmp, path)
+            path.with_suffix(f".{os.getpid()}").write_text(json.dumps(cache), encoding="utf-8")
+            os.replace(path.with_suffix(f".{os.getpid()}"), path)
     return findings
-
-
-def _missing(use: Use, missing: Missing, installed: str, absent: bool) -> tuple[str, str]:
-    if use.module or not missing.at:
-        top = use.steps[0].split(".")[0]
-        return (f"{use.written}: {top} is not installed" if absent else
-                f"{use.written}: there is no module {use.steps[0]} in the {installed}",
-                "import it from where the installed package defines it (search its sources), or drop the import")
-    where = missing.at
-    if "()" in use.steps:
-        last = len(use.steps) - use.steps[::-1].index("()")
-        call = ".".join(use.steps[:last]).replace(".()", "(...)")
-        where += f" (what {call} returns)"
-    return (f"{use.written}: {where} has no attribute '{missing.name}' ({installed})",
-            f"use the name the installed package has{_suggest(missing.name, missing.names)}, "
-            "or update the code to the installed API")

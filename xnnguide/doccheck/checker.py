@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import ast
+import difflib
 import json
 import os
 import re
 import time
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from xnnguide import regions
-from xnnguide.doccheck import api, duplicates, pages, pycode, transforms
+from xnnguide.doccheck import pages, transforms
 from xnnguide.doccheck.pages import CodeBlock, Document, Finding, InputError, display
 
 #: Rule names, by the number issue 15 gives them.
@@ -64,18 +66,15 @@ class Report:
     seconds: float
     exemptions: list[tuple[str, int, str]] = field(default_factory=list)  # lowerings without passes, on purpose
 
-    @property
-    def not_run(self) -> list[dict]:
-        return [entry for entry in self.ledger if entry["fate"] == "not-run"]
-
     def counts(self) -> dict[str, int]:
-        counts = dict.fromkeys([*FATES, "none"], 0)
-        for entry in self.ledger:
-            counts[entry["fate"] or "none"] += 1
-        return counts
+        return {fate: sum((entry["fate"] or "none") == fate for entry in self.ledger) for fate in [*FATES, "none"]}
 
 
 # ---------------------------------------------------------------- the files
+
+def _as_list(value) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else [] if value is None else [value]
+
 
 def read_conf(path: Path) -> dict:
     """What a ``conf.py`` defines, read the way Sphinx reads it; nothing when it cannot run here."""
@@ -88,10 +87,6 @@ def read_conf(path: Path) -> dict:
         return {}
 
 
-def _as_list(value) -> list:
-    return list(value) if isinstance(value, (list, tuple)) else [] if value is None else [value]
-
-
 def discover(options: Options) -> Project:
     """Every file below the paths. A Sphinx source is a folder given with an ``index.md``/``.rst``, or a child
     folder holding one and a ``conf.py``; its conf.py (there or above) names the recipes and their gallery.
@@ -99,38 +94,33 @@ def discover(options: Options) -> Project:
     for path in options.paths:
         if not path.exists():
             raise InputError(f"{path}: no such file or folder")
+        if path.is_file() and path.suffix not in (".md", ".rst", ".py"):
+            raise InputError(f"{path}: not a Markdown, reStructuredText or Python file")
 
     def is_source(folder: Path) -> bool:
         return (folder / "index.md").is_file() or (folder / "index.rst").is_file()
 
-    sources = []
-    for path in (path for path in options.paths if path.is_dir()):
-        children = [conf.parent for conf in sorted(path.glob("*/conf.py")) if is_source(conf.parent)]
-        sources += [path] if is_source(path) else children
+    sources = [source for path in options.paths if path.is_dir() for source in ([path] if is_source(path) else [
+        conf.parent for conf in sorted(path.glob("*/conf.py")) if is_source(conf.parent)])]
     skipped, recipes, gallery, extensions = set(), [], None, {"colon_fence", "deflist"}
     for source in sources:
         conf_file = options.conf or next((folder / "conf.py" for folder in (source, *source.resolve().parents)
                                           if (folder / "conf.py").is_file()), None)
         conf = read_conf(conf_file) if conf_file else {}
         extensions.update(str(e) for e in _as_list(conf.get("myst_enable_extensions")))
-        gallery_conf = conf.get("sphinx_gallery_conf") or {}
-        outputs = [source / str(d) for d in _as_list(gallery_conf.get("gallery_dirs", "auto_examples"))]
-        if "sphinx_gallery_conf" in conf:
-            skipped.update(output.resolve() for output in outputs)
-            skipped.add((source / "sg_execution_times.rst").resolve())
-            gallery = gallery or outputs[0]
-            pattern = re.compile(str(gallery_conf.get("filename_pattern", "/plot")))
-            ignore = re.compile(str(gallery_conf.get("ignore_pattern", r"__init__\.py")))
-            for examples in _as_list(gallery_conf.get("examples_dirs", "examples")):
-                recipes += [script for script in sorted((source / str(examples)).resolve().rglob("*.py"))
-                            if pattern.search(str(script)) and not ignore.search(str(script))]
-    files = []
-    for path in options.paths:
-        if path.is_file():
-            if path.suffix not in (".md", ".rst", ".py"):
-                raise InputError(f"{path}: not a Markdown, reStructuredText or Python file")
-            files.append(path)
+        if "sphinx_gallery_conf" not in conf:
             continue
+        gallery_conf = conf["sphinx_gallery_conf"] or {}
+        outputs = [source / str(d) for d in _as_list(gallery_conf.get("gallery_dirs", "auto_examples"))]
+        skipped.update([*(output.resolve() for output in outputs), (source / "sg_execution_times.rst").resolve()])
+        gallery = gallery or outputs[0]
+        pattern = re.compile(str(gallery_conf.get("filename_pattern", "/plot")))
+        ignore = re.compile(str(gallery_conf.get("ignore_pattern", r"__init__\.py")))
+        for examples in _as_list(gallery_conf.get("examples_dirs", "examples")):
+            recipes += [script for script in sorted((source / str(examples)).resolve().rglob("*.py"))
+                        if pattern.search(str(script)) and not ignore.search(str(script))]
+    files = [path for path in options.paths if path.is_file()]
+    for path in (path for path in options.paths if path.is_dir()):
         for folder, dirnames, filenames in os.walk(path):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS and
                                  (Path(folder) / d).resolve() not in skipped and
@@ -143,15 +133,15 @@ def discover(options: Options) -> Project:
 
 
 def read_documents(project: Project) -> list[Document]:
-    documents = []
-    for path in project.doc_files:
+    def text(path: Path) -> str:
         try:
-            documents.append(pages.read(path, path.read_text(encoding="utf-8"), project.myst_extensions))
+            return path.read_text(encoding="utf-8")
         except UnicodeDecodeError as error:
             raise InputError(f"{display(path)}: not UTF-8 text ({error.reason} at byte {error.start})") from None
         except OSError as error:
             raise InputError(f"{display(path)}: cannot read ({error.strerror})") from None
-    return documents
+
+    return [pages.read(path, text(path), project.myst_extensions) for path in project.doc_files]
 
 
 # ---------------------------------------------------------------- rule 5: fates, rule 2: copies
@@ -168,81 +158,75 @@ def looks_like_python(text: str) -> bool:
                for node in ast.walk(tree))
 
 
-def include_target(document: Document, block: CodeBlock, project: Project) -> Path:
-    """Where a literalinclude points: relative to the page, ``/x`` from the source folder."""
+def source_of(document: Document, block: CodeBlock, project: Project) -> Path:
+    """The file a literalinclude (relative to the page, ``/x`` to the source folder) or a copy shows."""
+    if block.kind != "literalinclude":
+        near = document.path.parent / block.marker.source
+        return near if near.is_file() else project.root / block.marker.source
     target = (block.include.split() or [""])[0]
     if target.startswith("/"):
-        base = next((s for s in project.source_dirs if document.path.resolve().is_relative_to(s.resolve())),
-                    project.root)
-        return base / target.lstrip("/")
+        return next((s for s in project.source_dirs if document.path.resolve().is_relative_to(s.resolve())),
+                    project.root) / target.lstrip("/")
     return document.path.parent / target
-
-
-def copy_source(document: Document, block: CodeBlock, project: Project) -> Path:
-    near = document.path.parent / block.marker.source
-    return near if near.is_file() else project.root / block.marker.source
 
 
 def assign_fates(document: Document, project: Project, used: dict[Path, set[str]]) -> list[Finding]:
     """Give each block its fate (what has none is a finding); note which recipe regions pages show."""
     shown, findings = display(document.path), []
 
-    def no_fate(line: int, message: str, fix: str) -> None:
+    def no_fate(block: CodeBlock, line: int, message: str, fix: str) -> None:
+        block.fate = ""
         findings.append(Finding(shown, line, "fate", message, fix))
 
     for block in document.blocks:
         marker = block.marker
         if marker is not None and marker.kind == "invalid":
-            no_fate(marker.line, f"'{marker.raw}' is not a marker doccheck knows",
+            no_fate(block, marker.line, f"'{marker.raw}' is not a marker doccheck knows",
                     "write 'snippet: PATH REGION...' or 'doccheck: not-run reason=...'")
             marker = None
         if marker is not None and marker.kind == "not-run":
-            block.fate, block.detail = ("not-run", marker.reason) if marker.reason else (
-                "" if block.is_python else "not-run", "not-run without a reason")
+            block.fate, block.detail = ("not-run", marker.reason or "not-run without a reason")
             if not marker.reason:
-                no_fate(marker.line, "a not-run marker without a reason",
+                no_fate(block, marker.line, "a not-run marker without a reason",
                         "say why the block must not run: doccheck: not-run reason=\"...\"")
+                block.fate = "" if block.is_python else "not-run"
         elif not block.is_python:
             block.fate, block.detail = "other", f"language {block.language or 'none'}"
             if block.language == "" and block.kind != "literalinclude" and looks_like_python(block.text):
-                block.fate, block.detail = "", "unlabelled Python"
-                no_fate(block.line, "this block has no language but holds Python, so it is neither run nor checked",
-                        "label it python (then it runs), or give it its real language")
+                block.detail = "unlabelled Python"
+                no_fate(block, block.line, "this block has no language but holds Python, so it is neither run nor "
+                        "checked", "label it python (then it runs), or give it its real language")
         elif block.kind == "literalinclude":
-            target = include_target(document, block, project)
+            target = source_of(document, block, project)
             names = [m.group(2) for option in ("start-after", "start-at")
                      if (m := regions.MARKER.match(block.options.get(option, "")))]
             block.fate, block.detail = "included", display(target) + (f" region {' '.join(names)}" if names else "")
             used.setdefault(target.resolve(), set()).update(names)
             if not target.is_file():
-                block.fate = ""
-                no_fate(block.line, f"literalinclude target {block.include} does not exist",
+                no_fate(block, block.line, f"literalinclude target {block.include} does not exist",
                         f"fix the path (relative to {shown}'s folder; /path is relative to the source folder)")
         elif marker is not None and marker.kind == "snippet":
-            source = copy_source(document, block, project)
+            source = source_of(document, block, project)
             block.fate, block.detail = "copy", f"{marker.source} regions {' '.join(marker.regions)}"
             used.setdefault(source.resolve(), set()).update(marker.regions)
-            copied = regions.CopiedBlock(document.path, marker.line, source, marker.regions, 0, 0, block.text)
             try:
-                want = regions.expected_text(copied).splitlines()
+                want = regions.expected_text(regions.CopiedBlock(document.path, marker.line, source, marker.regions,
+                                                                 0, 0, block.text)).splitlines()
             except (regions.RegionError, OSError) as error:
-                block.fate = ""
-                no_fate(marker.line, str(error).split(": ", 1)[-1], "name an existing recipe and its regions")
+                no_fate(block, marker.line, str(error).split(": ", 1)[-1], "name an existing recipe and its regions")
                 continue
             have = block.text.splitlines()
             if want != have:
                 index = next((i for i, (a, b) in enumerate(zip(want, have)) if a != b), min(len(want), len(have)))
-                block.fate = ""
-                no_fate(block.text_line + index,
+                no_fate(block, block.text_line + index,
                         f"the block is no longer a copy of {marker.source} (regions {' '.join(marker.regions)}): "
                         f"expected {(want + ['(end of the regions)'])[index]!r}, "
                         f"found {(have + ['(end of the block)'])[index]!r}",
                         f"rewrite it from the recipe: python -m xnnguide.regions --fix {shown}"
                         if document.syntax == "markdown" else "copy the regions into the block again")
-        elif block.is_doctest:
-            block.fate, block.detail = "doctest", "runs as a doctest"
         else:
-            block.fate, block.detail = "executed", "runs in page order"
+            block.fate, block.detail = ("doctest", "runs as a doctest") if block.is_doctest else (
+                "executed", "runs in page order")
     return findings
 
 
@@ -259,18 +243,44 @@ def check_regions(path: Path, used: set[str]) -> list[Finding]:
         return []
     declared = {name: number for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
                 if (match := GALLERY_ONLY.match(text)) for name in match.group(1).split()}
-    findings = []
-    for name, region in sorted(found.items(), key=lambda item: item[1].start_line):
-        if name not in used and name not in declared:
-            findings.append(Finding(shown, region.start_line, "regions", f"region {name!r} is not shown by any page "
-                                    "or the README", f"literalinclude it from a page, or declare it with a line "
-                                    f"'# [gallery-only {name}]' if only the gallery shows it"))
-        elif name in used and name in declared:
-            findings.append(Finding(shown, declared[name], "regions", f"region {name!r} is declared gallery-only "
-                                    "but a page shows it", "delete the gallery-only declaration"))
-    findings += [Finding(shown, line, "regions", f"'# [gallery-only {name}]' names no region of this file",
-                         "name an existing region, or delete the declaration")
-                 for name, line in declared.items() if name not in found]
+    return [Finding(shown, line, "regions", f"'# [gallery-only {name}]' names no region of this file",
+                    "name an existing region, or delete the declaration")
+            for name, line in declared.items() if name not in found] + [
+        Finding(shown, region.start_line, "regions", f"region {name!r} is not shown by any page or the README",
+                f"literalinclude it from a page, or declare it with a line '# [gallery-only {name}]' if only the "
+                "gallery shows it") for name, region in found.items() if name not in used and name not in declared]
+
+
+# ---------------------------------------------------------------- rule 3: duplicated paragraphs
+
+def duplicates(documents: list[Document], min_words: int = 12, threshold: float = 0.8) -> list[Finding]:
+    """Prose paragraphs of at least *min_words* words (markup removed, case folded) that repeat another, or
+    whose words are at least *threshold* similar to its (:class:`difflib.SequenceMatcher`), reported at the
+    later one. Candidates share word 4-grams, so the cost stays near linear in the size of the tree."""
+    items = sorted((display(document.path), line, tokens) for document in documents for line, text in
+                   document.paragraphs if len(tokens := [w.strip(".").lower() for w in re.findall(r"[\w.+-]+", text)
+                                                         if w.strip(".")]) >= min_words)
+    index: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    for number, (_, _, tokens) in enumerate(items):
+        for shingle in {tuple(tokens[i:i + 4]) for i in range(len(tokens) - 3)}:
+            index[shingle].append(number)
+    shared: dict[tuple[int, int], int] = defaultdict(int)
+    for members in (members for members in index.values() if len(members) <= 50):  # more: a stock phrase
+        for i, a in enumerate(members):
+            for b in members[i + 1:]:
+                shared[(a, b)] += 1
+    findings, reported = [], set()
+    for (a, b), count in sorted(shared.items()):
+        (first, line, words), (second, later, other) = items[a], items[b]
+        if b in reported or count < 0.3 * max(min(len(words), len(other)) - 3, 1):
+            continue
+        ratio = difflib.SequenceMatcher(None, words, other, autojunk=False).ratio()
+        if ratio >= threshold:
+            reported.add(b)
+            how = "repeats" if ratio == 1.0 else f"is a near-copy ({ratio:.0%} similar) of"
+            findings.append(Finding(second, later, "duplicate", f"this paragraph {how} {first}:{line}",
+                                    "keep one copy in a shared fragment (e.g. docs/_shared/<topic>.md) and include "
+                                    "it from both pages, or rewrite one of them"))
     return findings
 
 
@@ -284,8 +294,7 @@ def recipe_status(source: Path, project: Project) -> tuple[bool, str]:
         return False, f"{display(source)} is not a recipe the build runs"
     if project.gallery is None:
         return False, "no gallery folder to read run records from"
-    reason = stale_reason(project.gallery, source)
-    if reason is not None:
+    if (reason := stale_reason(project.gallery, source)) is not None:
         return False, f"recipe {source.name}: {reason}"
     record = load_run_record(project.gallery, source.stem) or {}
     return True, f"recipe unchanged since its passing run of {record.get('finished', '?')[:10]}"
@@ -293,34 +302,26 @@ def recipe_status(source: Path, project: Project) -> tuple[bool, str]:
 
 def build_ledger(documents: list[Document], project: Project, outcomes: dict | None, records: bool) -> list[dict]:
     ledger = []
-    for document in documents:
-        for block in document.blocks:
-            ok, detail = bool(block.fate), block.detail
-            if block.fate in ("included", "copy") and records:
-                source = (include_target(document, block, project) if block.fate == "included"
-                          else copy_source(document, block, project))
-                ok, status = recipe_status(source, project)
-                detail = f"{detail}; {status}"
-            elif block.fate in ("doctest", "executed"):
-                outcome = (outcomes or {}).get(id(block))
-                if outcome is None:
-                    ok = outcomes is None and not records
-                    detail += "; not run by this check" if outcomes is None else "; did not run"
-                elif outcome.status == "passed":
-                    detail = f"{'doctest passed' if block.fate == 'doctest' else 'ran'} in {outcome.seconds:.2f} s"
-                elif outcome.status == "not reached":
-                    ok, detail = False, "not reached: an earlier block of the page failed"
-                else:
-                    ok, detail = False, f"failed at line {outcome.finding.line}: {outcome.finding.message}"
-            elif block.fate == "not-run":
-                detail = f"not run: {detail}"
-            ledger.append({"path": display(document.path), "line": block.line, "language": block.language,
-                           "kind": block.kind, "fate": block.fate, "detail": detail, "ok": ok})
+    for document, block in ((document, block) for document in documents for block in document.blocks):
+        ok, detail = bool(block.fate), block.detail
+        if block.fate in ("included", "copy") and records:
+            ok, status = recipe_status(source_of(document, block, project), project)
+            detail = f"{detail}; {status}"
+        elif block.fate in ("doctest", "executed"):
+            status, seconds, finding = (outcomes or {}).get(id(block), (None, 0, None))
+            if status is None:
+                ok = outcomes is None and not records
+                detail += "; not run by this check" if outcomes is None else "; did not run"
+            elif status == "passed":
+                detail = f"{'doctest passed' if block.fate == 'doctest' else 'ran'} in {seconds:.2f} s"
+            else:
+                ok, detail = False, ("not reached: an earlier block of the page failed" if status == "not reached"
+                                     else f"failed at line {finding.line}: {finding.message}")
+        elif block.fate == "not-run":
+            detail = f"not run: {detail}"
+        ledger.append({"path": display(document.path), "line": block.line, "language": block.language,
+                       "kind": block.kind, "fate": block.fate, "detail": detail, "ok": ok})
     return ledger
-
-
-def ledger_path(gallery: Path) -> Path:
-    return gallery / "_records" / "ledger.json"
 
 
 def check_build(project: Project, documents: list[Document], options: Options) -> list[Finding]:
@@ -330,29 +331,26 @@ def check_build(project: Project, documents: list[Document], options: Options) -
     if project.gallery is None:
         return [Finding(display(options.root), 1, "ledger", "no sphinx-gallery folder is configured, so there are "
                         "no run records to read", "pass --gallery, or configure sphinx_gallery_conf in conf.py")]
-    findings, root = [], options.root.resolve()
+    findings = []
     for folder in sorted({recipe.parent for recipe in project.recipes}):
-        for problem in check_recipes(folder, project.gallery, root):
+        for problem in check_recipes(folder, project.gallery, options.root.resolve()):
             message, _, fix = problem.message.partition(" — ")
-            findings.append(Finding(str(problem.path), problem.line, "recipe", message,
-                                    fix or "fix the recipe, then `make html`"))
-    path = ledger_path(project.gallery)
+            findings.append(Finding(str(problem.path), problem.line, "recipe", message, fix or "fix the recipe"))
+    path = project.gallery / "_records" / "ledger.json"  # where the build's execution-ledger directive writes it
     try:
         published = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return findings + [Finding(display(path), 1, "ledger", "the last build published no execution ledger",
                                    "build the site (`make html`): the execution-ledger directive writes it")]
     entries = {(entry["path"], entry["line"]): entry for entry in published.get("entries", [])}
-    for document in documents:
-        for block in (block for block in document.blocks if block.fate != "other"):
-            entry = entries.get((display(document.path), block.line))
-            if entry is None:
-                findings.append(Finding(display(document.path), block.line, "ledger", "this code block is not in "
-                                        "the last build's execution ledger", "rebuild (`make html`)"))
-            elif not entry.get("ok"):
-                findings.append(Finding(display(document.path), block.line, "ledger", f"no fate in the last build: "
-                                        f"{entry['detail']}", "make it run and pass, include it from a recipe that "
-                                        "passes, or mark it not-run with a reason"))
+    for shown, block in ((display(d.path), b) for d in documents for b in d.blocks if b.fate != "other"):
+        if (entry := entries.get((shown, block.line))) is None:
+            findings.append(Finding(shown, block.line, "ledger", "this code block is not in the last build's "
+                                    "execution ledger", "rebuild (`make html`)"))
+        elif not entry.get("ok"):
+            findings.append(Finding(shown, block.line, "ledger", f"no fate in the last build: {entry['detail']}",
+                                    "make it run and pass, include it from a recipe that passes, or mark it not-run "
+                                    "with a reason"))
     return findings
 
 
@@ -367,41 +365,33 @@ def check(options: Options) -> Report:
     def keep(new: list[Finding]) -> None:
         findings.extend(f for f in new if f.rule in rules)
 
-    used: dict[Path, set[str]] = {}
+    used: dict[Path, set[str]] = {}  # the regions pages show, by recipe
     for document in documents:
-        keep(document.problems)
-        keep(assign_fates(document, project, used))
+        keep([*document.problems, *assign_fates(document, project, used)])
     python_files = list({p.resolve(): p for p in [*project.python_files, *(
         Path(display(key)) for key in used if key.suffix == ".py" and key.is_file())]}.values())
     if documents and "regions" in rules:
-        for path in python_files:
-            keep(check_regions(path, used.get(path.resolve(), set())))
-
+        keep([f for path in python_files for f in check_regions(path, used.get(path.resolve(), set()))])
     units, exemptions = [], []
     if rules & {"transform-passes", "api", "syntax"}:
-        for document in documents:
-            unit, problems = pycode.page_unit(display(document.path), document.blocks, document.lines)
+        for unit, problems in [*(pages.page_unit(display(d.path), d.blocks, d.lines) for d in documents),
+                               *(pages.file_unit(path, display(path)) for path in python_files)]:
             keep(problems)
             units.append(unit)
-        for path in python_files:
-            unit, problems = pycode.file_unit(path, display(path))
-            keep(problems)
-            units.append(unit)
-    if "transform-passes" in rules:
-        keep([finding for unit in units for finding in transforms.check(unit, exemptions)])
-    keep(api.check(units) if "api" in rules else [])
-    keep(duplicates.check(documents) if "duplicate" in rules else [])
+    keep([f for unit in units for f in transforms.check(unit, exemptions)] if "transform-passes" in rules else [])
+    if "api" in rules:
+        from xnnguide.doccheck import api  # griffe: imported only when the rule runs
 
+        keep(api.check(units))
+    keep(duplicates(documents) if "duplicate" in rules else [])
     outcomes = None
     if options.run:
-        from xnnguide.doccheck import execute
+        from xnnguide.doccheck.execute import run_page
 
-        outcomes = {}
-        for document in documents:
-            runnable = [b for b in document.blocks if b.fate in ("doctest", "executed")]
-            if runnable:
-                outcomes.update(execute.run_page(display(document.path), document.path, runnable, options.root))
-        findings.extend(o.finding for o in outcomes.values() if o.finding is not None)
+        outcomes = {key: outcome for document in documents for key, outcome in run_page(
+            display(document.path), document.path, [b for b in document.blocks if b.fate in ("doctest", "executed")],
+            options.root).items()}
+        findings.extend(finding for _, _, finding in outcomes.values() if finding is not None)
     ledger = build_ledger(documents, project, outcomes, options.run or options.build)
     if options.run:
         findings.extend(Finding(e["path"], e["line"], "ledger", e["detail"], "make the block show a region of a "
@@ -410,4 +400,4 @@ def check(options: Options) -> Report:
     if options.build and rules & {"ledger", "recipe"}:
         keep(check_build(project, documents, options))
     unique = sorted(set(findings), key=lambda f: (f.path, f.line, f.rule, f.message))
-    return Report(project, unique, ledger, time.perf_counter() - started, exemptions)
+    return Report(project, unique, ledger, time.perf_counter() - started, sorted(exemptions))

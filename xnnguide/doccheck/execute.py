@@ -1,9 +1,6 @@
-"""Run a page's code blocks: ``>>>`` blocks as doctests, the others as scripts.
-
-A page's blocks share one namespace and run in page order, in a temporary working folder (files a
-block writes vanish with it), with the project root first on ``sys.path``. Code is compiled with the
-page's path and real line numbers, so a failure is reported at its page line. The first failure stops
-the page: later blocks depend on the earlier ones and are reported as not reached.
+"""Run a page's code blocks, ``>>>`` blocks as doctests, in page order and one namespace, in a temporary
+working folder, with the project root first on ``sys.path``. A failure is reported at its page line; the
+blocks after it depend on it and are reported as not reached.
 """
 
 from __future__ import annotations
@@ -17,20 +14,11 @@ import sys
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 
-from xnnguide.doccheck.pages import CodeBlock, Finding
-from xnnguide.doccheck.pycode import MAGIC, parse_piece
+from xnnguide.doccheck.pages import MAGIC, CodeBlock, Finding, parse_piece
 
 RULE = "run"
-
-
-@dataclass
-class Outcome:
-    status: str  # "passed", "failed", "not reached"
-    seconds: float = 0.0
-    finding: Finding | None = None
 
 
 class _Runner(doctest.DocTestRunner):
@@ -55,9 +43,7 @@ def _run_script(block: CodeBlock, shown: str, namespace: dict) -> Finding | None
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             exec(compile(ast.Module(statements, []), shown, "exec"), namespace)  # noqa: S102
-    except KeyboardInterrupt:
-        raise
-    except BaseException as error:  # the block failed: report where
+    except (Exception, SystemExit) as error:  # the block failed: report where
         lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == shown]
         message = f"{type(error).__name__}: {error}".splitlines()[0] if str(error) else type(error).__name__
         return Finding(shown, (lines or [block.text_line])[-1], RULE, f"the block failed when run: {message}",
@@ -75,30 +61,28 @@ def _run_doctest(block: CodeBlock, shown: str, namespace: dict) -> Finding | Non
     runner = _Runner()
     runner.run(test, out=lambda text: None, clear_globs=False)
     namespace.update(test.globs)
-    if runner.problems:
-        example, problem = runner.problems[0]
+    for example, problem in runner.problems[:1]:
         return Finding(shown, block.text_line + example.lineno, RULE, f"the doctest output differs: {problem}",
                        "update the expected output under the >>> line, or fix the code")
     return None
 
 
-def run_page(shown: str, page: Path, blocks: list[CodeBlock], root: Path) -> dict[int, Outcome]:
-    """Outcomes of the *blocks* (those whose fate is doctest or executed), by ``id(block)``."""
-    outcomes: dict[int, Outcome] = {}
+def run_page(shown: str, page: Path, blocks: list[CodeBlock], root: Path) -> dict[int, tuple]:
+    """(status: passed, failed or not reached; seconds; finding) of the *blocks* that run, by ``id(block)``."""
+    outcomes: dict[int, tuple] = {}
     namespace, failed, previous = {"__name__": "__main__", "__file__": str(page)}, False, os.getcwd()
     sys.path.insert(0, str(root.resolve()))
     try:
         with tempfile.TemporaryDirectory(prefix="doccheck-") as workdir:
             os.chdir(workdir)
             for block in blocks:
-                if failed:
-                    outcomes[id(block)] = Outcome("not reached")
-                    continue
                 started = time.perf_counter()
-                problem = (_run_doctest if block.is_doctest else _run_script)(block, shown, namespace)
-                outcomes[id(block)] = Outcome("failed" if problem else "passed", time.perf_counter() - started, problem)
-                failed = problem is not None
-            os.chdir(previous)
+                run = _run_doctest if block.is_doctest else _run_script
+                problem = None if failed else run(block, shown, namespace)
+                outcomes[id(block)] = ("not reached", 0.0, None) if failed else (
+                    "failed" if problem else "passed", time.perf_counter() - started, problem)
+                failed = failed or problem is not None
+            os.chdir(previous)  # before the folder goes
     finally:
         os.chdir(previous)
         with contextlib.suppress(ValueError):

@@ -1,4 +1,4 @@
-"""What the checker reads from a page: code blocks, prose paragraphs and marker comments, with their lines.
+"""What the checker reads from a page: code blocks, prose paragraphs, marker comments and Python units, with lines.
 
 Markdown (MyST) is tokenised by markdown-it-py as myst-parser configures it; bodies of directives that
 hold Markdown (admonitions, tabs) are tokenised again. reStructuredText is parsed by docutils with this
@@ -10,10 +10,12 @@ written ``<!-- ... -->`` or ``% ...`` in MyST and ``.. ...`` in reST.
 
 from __future__ import annotations
 
+import ast
+import contextlib
+import doctest
 import functools
 import os
 import re
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +26,7 @@ CODE_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "code-cell", "t
 OPAQUE = frozenset({"math", "raw", "csv-table", "mermaid", "graphviz", "toctree", "include", "glossary",
                     "autosummary", "fact-table", "verified-stamp", "execution-ledger", "image", "figure",
                     "highlight", "testoutput", "list-table"})
+MAGIC = re.compile(r"^(\s*)(%|!)")  # IPython magics and shell escapes
 _COMMENT = re.compile(r"\A\s*<!--(.*?)-->\s*\Z", re.S)
 
 
@@ -42,8 +45,7 @@ class Finding:
     fix: str = ""
 
     def __str__(self) -> str:
-        text = f"{self.path}:{self.line}: {self.rule}: {self.message}"
-        return f"{text} — {self.fix}" if self.fix else text
+        return f"{self.path}:{self.line}: {self.rule}: {self.message}" + (f" — {self.fix}" if self.fix else "")
 
 
 @dataclass
@@ -71,21 +73,14 @@ class CodeBlock:
 
     @property
     def is_python(self) -> bool:
-        if self.language in PYTHON_LANGUAGES:
-            return True
         if self.kind == "literalinclude":
-            return self.language == "" and self.include.endswith(".py")
-        return self.kind == "doctest-block" or (self.language == "" and self.is_doctest)
+            return self.language in PYTHON_LANGUAGES or (self.language == "" and self.include.endswith(".py"))
+        return (self.language in PYTHON_LANGUAGES or self.kind == "doctest-block"
+                or (not self.language and self.is_doctest))
 
     @property
     def is_doctest(self) -> bool:
         return self.text.lstrip().startswith(">>>")
-
-
-@dataclass
-class Paragraph:
-    line: int
-    text: str
 
 
 @dataclass
@@ -94,7 +89,7 @@ class Document:
     syntax: str  # "markdown" or "rst"
     lines: list[str] = field(default_factory=list)
     blocks: list[CodeBlock] = field(default_factory=list)
-    paragraphs: list[Paragraph] = field(default_factory=list)
+    paragraphs: list[tuple[int, str]] = field(default_factory=list)  # (line, plain text)
     problems: list[Finding] = field(default_factory=list)
     pending: Marker | None = None  # the marker waiting for its block
 
@@ -112,20 +107,13 @@ class Document:
 
     def block(self, block: CodeBlock) -> None:
         block.marker, self.pending = self.pending, None
-        if block.marker is not None and block.marker.kind == "snippet" and block.line != block.marker.line + 1:
-            self.problems.append(Finding(display(self.path), block.marker.line, "fate",
-                                         "a snippet comment must be followed directly by the code block",
-                                         "remove the lines between the comment and the block"))
         self.blocks.append(block)
 
 
 def display(path: Path) -> str:
     """*path* relative to the working directory when it lies below it, else absolute."""
     absolute = Path(os.path.abspath(path))
-    try:
-        return str(absolute.relative_to(Path.cwd()))
-    except ValueError:
-        return str(absolute)
+    return str(absolute.relative_to(Path.cwd())) if absolute.is_relative_to(Path.cwd()) else str(absolute)
 
 
 def parse_marker(comment: str, line: int) -> Marker | None:
@@ -141,11 +129,7 @@ def parse_marker(comment: str, line: int) -> Marker | None:
     kind, _, arguments = text[len("doccheck:"):].strip().partition(" ")
     if kind != "not-run":
         return Marker(line, "invalid", text)
-    reason = arguments.removeprefix("reason=").strip() if arguments.startswith("reason=") else ""
-    try:
-        reason = " ".join(shlex.split(reason)) if reason[:1] in "\"'" else reason
-    except ValueError:  # an unbalanced quote: keep the text as written
-        pass
+    reason = arguments.removeprefix("reason=").strip().strip("\"'") if arguments.startswith("reason=") else ""
     return Marker(line, "not-run", text, reason=reason.strip())
 
 
@@ -172,26 +156,10 @@ def _markdown_parser(extensions: tuple[str, ...]):
     return create_md_parser(MdParserConfig(enable_extensions=set(extensions) & known), RendererHTML)
 
 
-def _split_directive(content: str) -> tuple[dict[str, str], list[str], int]:
-    """A MyST directive body's ``:key: value`` options, its other lines, and how many lines precede them."""
-    lines, options, consumed = content.splitlines(), {}, 0
-    while consumed < len(lines) and (match := re.match(r"\s*:([\w-]+):(.*)", lines[consumed])):
-        options[match.group(1)] = match.group(2).strip().strip("\"'")
-        consumed += 1
-    consumed += consumed < len(lines) and not lines[consumed].strip()
-    return options, lines[consumed:], consumed
-
-
 def _plain(tokens) -> str:
-    parts = []
-    for token in tokens or []:
-        if token.type in ("text", "code_inline", "myst_role", "math_inline"):
-            parts.append(token.content)
-        elif token.type in ("softbreak", "hardbreak"):
-            parts.append(" ")
-        else:
-            parts.append(_plain(token.children))
-    return "".join(parts)
+    return "".join(token.content if token.type in ("text", "code_inline", "myst_role", "math_inline") else
+                   " " if token.type in ("softbreak", "hardbreak") else _plain(token.children)
+                   for token in tokens or [])
 
 
 def _read_markdown(doc: Document, text: str, offset: int, extensions: tuple[str, ...]) -> None:
@@ -207,8 +175,7 @@ def _read_markdown(doc: Document, text: str, offset: int, extensions: tuple[str,
         line = token.map[0] + 1 + offset
         if token.type == "html_block":
             match = _COMMENT.match(token.content)
-            marker = parse_marker(match.group(1), line) if match else None
-            doc.marker(marker) if marker else doc.interrupt()
+            doc.marker(marker) if match and (marker := parse_marker(match.group(1), line)) else doc.interrupt()
         elif token.type == "myst_line_comment":
             doc.marker(parse_marker(token.content, line))
         elif token.type == "code_block":
@@ -216,7 +183,7 @@ def _read_markdown(doc: Document, text: str, offset: int, extensions: tuple[str,
         elif token.type in ("fence", "colon_fence"):
             _fence(doc, token, line, extensions)
         elif token.type == "inline" and context[-1:] == ["paragraph_open"] and "table_open" not in context:
-            doc.paragraphs.append(Paragraph(line, _plain(token.children)))
+            doc.paragraphs.append((line, _plain(token.children)))
         elif token.type.endswith("_open") or token.type in ("hr", "myst_block_break"):
             doc.interrupt()
 
@@ -230,18 +197,24 @@ def _fence(doc: Document, token, line: int, extensions: tuple[str, ...]) -> None
         language = (info.split() or [""])[0].strip("{}.").lower()
         return doc.block(CodeBlock(line, line + 1, language, token.content.rstrip("\n"), "fence"))
     name, argument = info[1:info.index("}")].strip(), info[info.index("}") + 1:].strip()
-    options, body, consumed = _split_directive(token.content)
+    # The body's leading ``:key: value`` options, then one optional blank line.
+    body, options, consumed = token.content.splitlines(), {}, 0
+    while consumed < len(body) and (match := re.match(r"\s*:([\w-]+):(.*)", body[consumed])):
+        options[match.group(1)] = match.group(2).strip().strip("\"'")
+        consumed += 1
+    consumed += consumed < len(body) and not body[consumed].strip()
+    body = "\n".join(body[consumed:])
     if name in CODE_DIRECTIVES:
-        doc.block(_code_directive(name, argument, "\n".join(body), line, line + 1 + consumed))
+        doc.block(_code_directive(name, argument, body, line, line + 1 + consumed))
     elif name == "literalinclude":
         doc.block(CodeBlock(line, line, options.get("language", "").lower(), "", "literalinclude", argument, options))
     elif name == "eval-rst":
         doc.interrupt()
-        _read_rst(doc, "\n".join(body), line + consumed)
+        _read_rst(doc, body, line + consumed)
     else:
         doc.interrupt()
         if name not in OPAQUE and body:
-            _read_markdown(doc, "\n".join(body), line + consumed, extensions)
+            _read_markdown(doc, body, line + consumed, extensions)
 
 
 def _code_directive(name: str, argument: str, body: str, line: int, text_line: int) -> CodeBlock:
@@ -281,10 +254,8 @@ def _rst_states() -> tuple:
 
     def directive(self, match, **option_presets):
         name = match.group(1)
-        if name in CODE_DIRECTIVES or name in ("literalinclude", "highlight"):
-            found = Captured
-        else:
-            found = directives.directive(name, self.memo.language, self.document)[0] or Container
+        found = Captured if name in CODE_DIRECTIVES or name in ("literalinclude", "highlight") else (
+            directives.directive(name, self.memo.language, self.document)[0] or Container)
         return self.run_directive(found, match, name, option_presets)
 
     def local(cls):
@@ -300,9 +271,8 @@ def _rst_states() -> tuple:
     explicit = states.Struct(patterns=states.Body.explicit.patterns, constructs=[
         (directive if method is states.Body.directive else method, pattern)
         for method, pattern in states.Body.explicit.constructs])
-    for cls in classes:
-        if issubclass(cls, states.Body):
-            cls.explicit = explicit
+    for cls in (cls for cls in classes if issubclass(cls, states.Body)):
+        cls.explicit = explicit
     return classes
 
 
@@ -321,12 +291,11 @@ def _rst_settings():
 
 def _read_rst(doc: Document, text: str, offset: int) -> None:
     from docutils import nodes
+    from docutils.parsers.rst import Parser
     from docutils.utils import new_document
 
     tree = new_document(str(doc.path), _rst_settings())
     try:
-        from docutils.parsers.rst import Parser
-
         parser = Parser()
         parser.state_classes = _rst_states()
         parser.parse(text, tree)
@@ -334,10 +303,16 @@ def _read_rst(doc: Document, text: str, offset: int) -> None:
         doc.problems.append(Finding(display(doc.path), offset + 1, "parse", f"docutils could not parse the "
                                     f"reStructuredText ({type(error).__name__}: {error})", "fix the markup"))
         return
-    lines = text.splitlines()
-    highlight = ""
+    lines, highlight = text.splitlines(), ""
+
+    def inside(node, *types) -> bool:
+        while (node := node.parent) is not None:
+            if isinstance(node, types):
+                return True
+        return False
+
     for node in tree.findall(nodes.Element, include_self=False):
-        if any(isinstance(parent, nodes.system_message) for parent in _ancestors(node, nodes)):
+        if inside(node, nodes.system_message):
             continue  # docutils quoting the source of its own error message
         line = node.get("line") or node.line or 1
         if isinstance(node, nodes.comment):
@@ -347,12 +322,12 @@ def _read_rst(doc: Document, text: str, offset: int) -> None:
                          if lines[n - 1].strip().startswith("..") and first in lines[n - 1]), line)
             doc.marker(parse_marker(node.astext(), line + offset))
         elif "doccheck-captured" in node["classes"]:
-            name, argument = node["name"], node["argument"]
+            name, argument, options = node["name"], node["argument"], node["options"]
             if name == "highlight":
                 highlight = (argument.split() or [""])[0].lower()
             elif name == "literalinclude":
-                doc.block(CodeBlock(line + offset, line + offset, str(node["options"].get("language", "")).lower(),
-                                    "", "literalinclude", argument, {k: str(v) for k, v in node["options"].items()}))
+                doc.block(CodeBlock(line + offset, line + offset, str(options.get("language", "")).lower(), "",
+                                    "literalinclude", argument, {k: str(v) for k, v in options.items()}))
             else:
                 doc.block(_code_directive(name, argument, node["body"], line + offset, node["body_line"] + offset))
         elif isinstance(node, nodes.literal_block):
@@ -364,12 +339,56 @@ def _read_rst(doc: Document, text: str, offset: int) -> None:
             doc.block(CodeBlock(line + offset, line + offset, "pycon", node.astext(), "doctest-block"))
         elif isinstance(node, nodes.paragraph):
             doc.interrupt()
-            if not any(isinstance(p, (nodes.literal_block, nodes.comment)) for p in _ancestors(node, nodes)):
-                doc.paragraphs.append(Paragraph(line + offset, node.astext()))
+            if not inside(node, nodes.literal_block, nodes.comment):
+                doc.paragraphs.append((line + offset, node.astext()))
 
 
-def _ancestors(node, nodes):
-    node = node.parent
-    while node is not None:
-        yield node
-        node = node.parent
+# ---------------------------------------------------------------- Python units
+
+@dataclass
+class Unit:
+    """A page's Python blocks run in order in one namespace, so they are one unit: the statements of every block,
+    each node carrying its page line (``>>>`` blocks give their examples). A ``.py`` file is a unit too."""
+
+    path: str  # as displayed
+    statements: list[ast.stmt] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)  # the page's or file's text, for comments
+    text: str = ""  # the source the statements come from: what cached answers are keyed by
+
+
+def parse_piece(source: str, line: int, path: str) -> tuple[list[ast.stmt], Finding | None]:
+    """Parse one piece (IPython magics become ``pass``); statements carry page lines; a syntax error is a finding."""
+    try:
+        tree = ast.parse("\n".join(MAGIC.sub(r"\1pass  # ", text) for text in source.splitlines()))
+    except (SyntaxError, ValueError, RecursionError) as error:
+        where = line + (getattr(error, "lineno", None) or 1) - 1
+        return [], Finding(path, where, "syntax", f"the Python does not parse: {getattr(error, 'msg', error)}",
+                           "fix the code, or give the block its real language if it is not Python")
+    ast.increment_lineno(tree, line - 1)
+    return tree.body, None
+
+
+def page_unit(path: str, blocks: list[CodeBlock], lines: list[str]) -> tuple[Unit, list[Finding]]:
+    """The Python of a page's blocks (not literal includes: their files are units of their own)."""
+    unit, problems = Unit(path, lines=lines), []
+    for block in (b for b in blocks if b.is_python and b.kind != "literalinclude"):
+        pieces = [(block.text, block.text_line)]
+        if block.is_doctest:  # its examples, unless it is not a valid doctest
+            with contextlib.suppress(ValueError):
+                examples = doctest.DocTestParser().get_examples(block.text)
+                pieces = [(example.source, block.text_line + example.lineno) for example in examples]
+        for source, line in pieces:
+            statements, problem = parse_piece(source, line, path)
+            unit.statements.extend(statements)
+            unit.text += f"\n#{line}\n{source}"
+            problems += [problem] if problem else []
+    return unit, problems
+
+
+def file_unit(path, shown: str) -> tuple[Unit, list[Finding]]:
+    try:
+        source = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        return Unit(shown), [Finding(shown, 1, "syntax", f"not UTF-8 text ({error.reason})", "save the file as UTF-8")]
+    statements, problem = parse_piece(source, 1, shown)
+    return Unit(shown, statements, source.splitlines(), source), [problem] if problem else []
