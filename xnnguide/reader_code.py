@@ -1,27 +1,19 @@
 """The code a reader gets: recipes without the site's own lines, and the check that it runs.
 
-A recipe carries two kinds of code. What a reader sees (the cells of its
-page, the regions other pages include, the ``.py`` and ``.ipynb`` downloads)
-must run with public packages only. The site's own lines (facts recorded
-for the pages, asserts, budget declarations) sit in sphinx-gallery's ignore
-blocks. sphinx-gallery drops those blocks from the page and the notebook but
-offers the recipe's ``.py`` as it is, so the build replaces that file, and
-the zip archives holding it, with :func:`reader_source`. The region markers
-(``# [start lower]``) go too: they are for the pages' ``literalinclude``, not
-for readers.
+What a reader sees of a recipe (its page's cells, the regions other pages
+include, the ``.py`` and ``.ipynb`` downloads) must run with public packages
+only; the site's own lines (recorded facts, asserts, budgets) sit in
+sphinx-gallery's ignore blocks. sphinx-gallery drops those blocks from pages
+and notebooks but offers the recipe's ``.py`` as it is, so the build replaces
+that file, and the zip archives holding it, with :func:`reader_source`,
+which also drops the region markers.
 
 ``python -m xnnguide.reader_code [PATH ...]`` (run by ``make check``) reports,
-as ``file:line: reader code: ...``:
-
-* every pyflakes message on a recipe's reader copy, with the line number of
-  the recipe itself: an undefined name there is one that only an ignore
-  block defines, an unused import one that only an ignore block uses;
-* every mention of ``xnnguide`` in a reader copy;
-* every region (what pages include) that holds a line the reader copy
-  leaves out: a page would show the site's own code;
-* every page that ``literalinclude``s a file of the ``xnnguide`` package, or
-  imports it in a Python block (pages under ``contributing/`` excepted:
-  contributors work in a checkout).
+as ``file:line: reader code: ...``, every pyflakes message on a recipe's
+reader copy (at the recipe's own line), every mention of ``xnnguide`` in
+it, every region that shows a line the reader copy leaves out, and every
+page that ``literalinclude``s a file of the ``xnnguide`` package or imports
+it in a Python block (pages under ``contributing/`` excepted).
 """
 
 from __future__ import annotations
@@ -146,11 +138,9 @@ def _region_problems(path: Path, text: str, shown: str, kept: set[int]) -> list[
 
 
 def page_problems(path: Path, shown: str | None = None) -> list[str]:
-    """``file:line: ...`` for every page line that shows readers code of the xnnguide package.
+    """``file:line: ...`` for each ``literalinclude`` of an ``xnnguide`` file, or import of it in a Python block.
 
-    That is a ``literalinclude`` of one of its files, or an import of it in a
-    Python code block. Console blocks that run the repository's own tools
-    (``python -m xnnguide.tools.aot_compiler``) are not reader code and pass.
+    Console blocks that run the repository's tools (``python -m xnnguide.tools.aot_compiler``) pass.
     """
     shown = shown or str(path)
     problems = []

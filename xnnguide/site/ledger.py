@@ -23,6 +23,7 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 from xnnguide.doccheck.checker import FATES
+from xnnguide.site.recipes import _table
 
 logger = logging.getLogger(__name__)
 
@@ -79,19 +80,9 @@ class ExecutionLedgerDirective(SphinxDirective):
         for page in dict.fromkeys(entry["path"] for entry in entries):
             rows = [[str(e["line"]), e["language"] or "-", FATES.get(e["fate"], "no fate") if e["ok"] else
                      f"NO FATE ({e['fate'] or 'none'})", e["detail"]] for e in entries if e["path"] == page]
-            result += [nodes.rubric(text=page), _table(["Line", "Language", "Fate", "Detail"], rows)]
+            result += [nodes.rubric(text=page), _table(["Line", "Language", "Fate", "Detail"], rows, None,
+                                                       "xnnguide-ledger")]
         return result
-
-
-def _table(header: list[str], rows: list[list[str]]) -> nodes.table:
-    group = nodes.tgroup("", *(nodes.colspec(colwidth=width) for width in (1, 2, 3, 10)), cols=len(header))
-
-    def row(cells: list[str]) -> nodes.row:
-        return nodes.row("", *(nodes.entry("", nodes.paragraph(text=cell)) for cell in cells))
-
-    group += nodes.thead("", row(header))
-    group += nodes.tbody("", *(row(cells) for cells in rows))
-    return nodes.table("", group, classes=["xnnguide-ledger"])
 
 
 def register(app: Sphinx) -> None:
