@@ -91,49 +91,33 @@ def recipe_problems(path: Path, shown: str | None = None) -> list[str]:
     """``file:line: reader code: ...`` for everything wrong with a recipe's reader copy."""
     from pyflakes import checker
 
+    from xnnguide.regions import RegionError, read_regions
+
     shown = shown or str(path)
     text = path.read_text(encoding="utf-8")
     try:
-        lines = reader_lines(text, shown)
-    except ReaderCodeError as error:
-        return [f"{error}"]
-    problems = []
-    for number, line in lines:
-        if PACKAGE in line:
-            problems.append(f"{shown}:{number}: reader code: mentions {PACKAGE}, which readers do not have: "
-                            f"{line.strip()}")
-    source = "\n".join(line for _, line in lines) + "\n"
+        lines, regions = reader_lines(text, shown), read_regions(path)
+    except (ReaderCodeError, RegionError) as error:
+        return [str(error)]
+    kept = {number for number, _ in lines}
+    problems = [f"{shown}:{number}: reader code: mentions {PACKAGE}, which readers do not have: {line.strip()}"
+                for number, line in lines if PACKAGE in line]
+    recipe = text.splitlines()
+    for region in regions.values():
+        hidden = [n for n in range(region.start_line + 1, region.end_line) if n not in kept and recipe[n - 1].strip()
+                  and not _SITE_LINE.match(recipe[n - 1])]
+        if hidden:
+            problems.append(f"{shown}:{hidden[0]}: reader code: region {region.name!r} shows a line of the site's "
+                            f"own (an ignore block or a build comment): {recipe[hidden[0] - 1].strip()}")
     try:
-        tree = ast.parse(source, filename=shown)
+        tree = ast.parse("\n".join(line for _, line in lines) + "\n", filename=shown)
     except SyntaxError as error:
         number = lines[(error.lineno or 1) - 1][0] if lines else 1
         return problems + [f"{shown}:{number}: reader code: does not parse without its ignore blocks: {error.msg}"]
-    problems += _region_problems(path, text, shown, {number for number, _ in lines})
     for message in checker.Checker(tree, filename=shown).messages:
         number, line = lines[message.lineno - 1]
-        if "# noqa" in line:  # e.g. an import made for its side effect, saying so
-            continue
-        problems.append(f"{shown}:{number}: reader code: {message.message % message.message_args}")
-    return problems
-
-
-def _region_problems(path: Path, text: str, shown: str, kept: set[int]) -> list[str]:
-    """Regions (what pages show) that hold lines the reader copy leaves out."""
-    from xnnguide.regions import MARKER, RegionError, read_regions
-
-    try:
-        regions = read_regions(path)
-    except RegionError as error:
-        return [str(error)]
-    recipe = text.splitlines()
-    problems = []
-    for region in regions.values():
-        for number in range(region.start_line + 1, region.end_line):
-            line = recipe[number - 1]
-            if number not in kept and line.strip() and not MARKER.match(line):
-                problems.append(f"{shown}:{number}: reader code: region {region.name!r} shows a line of the "
-                                f"site's own (an ignore block or a build comment): {line.strip()}")
-                break
+        if "# noqa" not in line:  # e.g. an import made for its side effect, saying so
+            problems.append(f"{shown}:{number}: reader code: {message.message % message.message_args}")
     return problems
 
 
@@ -191,14 +175,12 @@ def _clean_notebook(path: Path) -> None:
     """Drop build-only lines (region markers) from a notebook's code cells."""
     notebook = json.loads(path.read_text(encoding="utf-8"))
     changed = False
-    for cell in notebook.get("cells", []):
-        if cell.get("cell_type") != "code":
-            continue
+    for cell in notebook["cells"]:
         source = "".join(cell["source"])
-        cleaned = reader_source(source, str(path)).rstrip("\n") if source.strip() else source
-        if cleaned != source.rstrip("\n"):
-            cell["source"] = cleaned.splitlines(keepends=True)
-            changed = True
+        if cell["cell_type"] == "code" and source.strip():
+            cleaned = reader_source(source, str(path)).rstrip("\n")
+            if cleaned != source.rstrip("\n"):
+                cell["source"], changed = cleaned.splitlines(keepends=True), True
     if changed:
         path.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
@@ -248,10 +230,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return 2
     problems = check([path.resolve() for path in args.paths])
-    for problem in problems:
-        print(problem)
-    checked = "reader code: " + ("no problems" if not problems else f"{len(problems)} problem(s)")
-    print(checked, file=sys.stderr)
+    print(*problems, sep="\n", end="\n" if problems else "")
+    print(f"reader code: {len(problems) or 'no'} problem(s)", file=sys.stderr)
     return 1 if problems else 0
 
 

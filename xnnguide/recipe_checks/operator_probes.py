@@ -20,7 +20,6 @@ into the table on the operator support page.
 
 from __future__ import annotations
 
-import time
 import traceback
 from dataclasses import dataclass
 from typing import Callable  # typing.Callable: Sphinx resolves it without an inventory
@@ -36,23 +35,17 @@ FP32, INT8, DYNAMIC_INT8 = "fp32", "int8 (static)", "int8 (dynamic)"
 PRECISIONS = (FP32, INT8, DYNAMIC_INT8)
 
 #: Statuses a claim can end with. Only ``VERIFIED`` counts as support.
-VERIFIED = "verified"
-NOT_DELEGATED = "NOT DELEGATED"
-FAILED = "FAILED"
-MISMATCH = "WRONG OUTPUT"
-NO_PROBE = "NO PROBE"
+VERIFIED, NOT_DELEGATED, FAILED, MISMATCH, NO_PROBE = "verified", "NOT DELEGATED", "FAILED", "WRONG OUTPUT", "NO PROBE"
 NOT_CLAIMED = "not claimed"
 
-#: fp32: XNNPACK's kernels may round and order sums differently from eager
-#: PyTorch, and its transcendental functions (exp, tanh, gelu...) use
-#: polynomial approximations; outputs here are of order 1.
+#: fp32: XNNPACK may round and sum in another order than eager PyTorch, and
+#: approximates exp, tanh, gelu... with polynomials; outputs are of order 1.
 FP32_ATOL = FP32_RTOL = 1e-4
-#: int8: outputs may differ by one quantization step (XNNPACK requantizes
-#: with its own rounding); the tolerance is that step, read from the probe.
+#: int8: XNNPACK requantizes with its own rounding: one quantization step.
 INT8_STEPS = 1.01
-#: dynamic int8: XNNPACK picks activation parameters per call, at run time,
-#: so its rounding differs from the eager reference's; allow 2% of the
-#: largest output. Enough to catch a wrong or missing operator, not more.
+#: dynamic int8: XNNPACK picks activation parameters at run time, rounding
+#: unlike the eager reference: 2% of the largest output, enough to catch a
+#: wrong or missing operator.
 DYNAMIC_RELATIVE = 0.02
 
 Inputs = tuple[torch.Tensor, ...]
@@ -76,7 +69,6 @@ class ProbeResult:
     detail: str = ""
     max_abs_error: float | None = None
     tolerance: float | None = None
-    seconds: float = 0.0
 
     @property
     def verified(self) -> bool:
@@ -90,11 +82,7 @@ class ProbeResult:
 
 
 def claims() -> list[Claim]:
-    """Every (operator, precision) pair the installed ``XnnpackPartitioner`` claims.
-
-    Read from ``ALL_PARTITIONER_CONFIGS``, the list the partitioner uses when
-    it is given no ``configs``.
-    """
+    """Every (operator, precision) pair of ``ALL_PARTITIONER_CONFIGS``, the partitioner's default configs."""
     from executorch.backends.xnnpack.partition.config import ALL_PARTITIONER_CONFIGS
     from executorch.backends.xnnpack.partition.config.xnnpack_config import ConfigPrecisionType
 
@@ -112,11 +100,9 @@ def claims() -> list[Claim]:
 
 
 def config_conditions() -> dict[str, str]:
-    """Per operator, the first sentence of its config's own ``check_constraints`` docstring.
+    """Per operator, the first sentence of its config's ``check_constraints`` docstring (``""`` if none).
 
-    Configs that add conditions beyond dtype checks (pooling modes, softmax
-    dimension, exponent of ``pow``...) usually say so there; an empty string
-    means the config documents none.
+    Configs that add conditions beyond dtypes (pooling modes, softmax dimension...) usually say so there.
     """
     import inspect
 
@@ -465,11 +451,9 @@ class ProbeRun:
     actual: torch.Tensor | None = None
     scale: float | None = None
     error: str = ""
-    seconds: float = 0.0
 
 
 def _lower_and_run(claim: Claim, build: Callable[[], tuple], runtime) -> ProbeRun:
-    start = time.perf_counter()
     run = ProbeRun()
     try:
         torch.manual_seed(0)
@@ -486,7 +470,6 @@ def _lower_and_run(claim: Claim, build: Callable[[], tuple], runtime) -> ProbeRu
     except Exception as error:  # a probe that raises is a finding, not a crash
         last = traceback.format_exception_only(type(error), error)[-1].strip()
         run.error = last.splitlines()[0][:160]
-    run.seconds = time.perf_counter() - start
     return run
 
 
@@ -495,9 +478,9 @@ def judge(claim: Claim, run: ProbeRun) -> ProbeResult:
     if run.lowering is not None:
         problem = delegation_problem(claim, run.lowering)
         if problem:
-            return ProbeResult(claim, NOT_DELEGATED, problem, seconds=run.seconds)
+            return ProbeResult(claim, NOT_DELEGATED, problem)
     if run.error:
-        return ProbeResult(claim, FAILED, run.error, seconds=run.seconds)
+        return ProbeResult(claim, FAILED, run.error)
     expected, actual = run.expected, run.actual
     if claim.precision == FP32:
         tolerance = FP32_ATOL + FP32_RTOL * expected.abs().max().item()
@@ -507,11 +490,11 @@ def judge(claim: Claim, run: ProbeRun) -> ProbeResult:
         tolerance = DYNAMIC_RELATIVE * expected.abs().max().item()
     if actual.shape != expected.shape:
         detail = f"output shape {tuple(actual.shape)}, eager {tuple(expected.shape)}"
-        return ProbeResult(claim, MISMATCH, detail, None, tolerance, run.seconds)
+        return ProbeResult(claim, MISMATCH, detail, None, tolerance)
     error = (actual.to(expected.dtype) - expected).abs().max().item()
     if not error <= tolerance:  # also catches NaN
-        return ProbeResult(claim, MISMATCH, f"error {error:.1e} > {tolerance:.1e}", error, tolerance, run.seconds)
-    return ProbeResult(claim, VERIFIED, "", error, tolerance, run.seconds)
+        return ProbeResult(claim, MISMATCH, f"error {error:.1e} > {tolerance:.1e}", error, tolerance)
+    return ProbeResult(claim, VERIFIED, "", error, tolerance)
 
 
 def run_probe(claim: Claim, runtime, build: Callable[[], tuple] | None = None) -> ProbeResult:

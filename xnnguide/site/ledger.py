@@ -1,12 +1,10 @@
 """The ``execution-ledger`` directive: what became of every code block, published in the build.
 
-When Sphinx reads the page holding the directive (after sphinx-gallery ran the recipes), the directive
-runs ``python -m xnnguide.doccheck --run --rules 5,6`` over ``doccheck_paths`` (relative to conf.py's
-folder; default: the README next to conf.py, the source folder and sphinx-gallery's ``examples_dirs``).
-The checker executes doctest and page-order blocks, reads every recipe's run record, and writes the
-ledger to ``<gallery>/_records/ledger.json``; the directive renders it as one table per page. A block
-with no fate is a build warning (``make test`` builds with ``-W``); ``python -m xnnguide.doccheck
---build`` checks the JSON. The ledger of an earlier build is deleted when a build starts.
+The directive runs ``python -m xnnguide.doccheck --run --rules 5,6`` over ``doccheck_paths`` (relative to
+conf.py's folder; default: the README there, the source folder and sphinx-gallery's ``examples_dirs``), which
+executes doctest and page-order blocks, reads the recipes' run records and writes
+``<gallery>/_records/ledger.json``; the directive shows it as one table per page and warns for each block
+with no fate. The ledger of an earlier build is deleted when a build starts.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """Navigation by kind of page: the sections of the root toctree, on every page.
 
-``docs/index.md`` groups the pages in captioned toctrees, one per kind of
-page (Tutorial, How-to guides, Reference, Explanation, Help,
-Contributing). The pydata theme's header lists pages, not captions; this
-extension hands the templates ``xnnguide_sections``, the captioned sections
-in their order, so the header shows one entry per section (a link, or a menu
-when a section has several pages) and the sidebar template can show the
-whole tree under the same captions. A section whose toctree is empty is left
-out, so an empty section can wait in ``index.md`` for its first page.
+``docs/index.md`` groups the pages in captioned toctrees, one per kind of page
+(Tutorial, How-to guides, Reference...). The pydata theme's header lists pages,
+not captions; the templates get ``xnnguide_sections``, the captioned sections in
+order, so the header shows one entry (a link, or a menu) per section and the
+sidebar the whole tree under the same captions. Empty sections are left out.
 """
 
 from __future__ import annotations
@@ -35,17 +32,11 @@ def root_sections(app: Sphinx) -> list[tuple[str, list[str]]]:
 
 def _ancestors(app: Sphinx, docname: str) -> set[str]:
     """*docname* and every document whose toctree leads to it."""
-    parents: dict[str, set[str]] = {}
-    for parent, children in app.env.toctree_includes.items():
-        for child in children:
-            parents.setdefault(child, set()).add(parent)
-    seen, todo = set(), [docname]
-    while todo:
-        current = todo.pop()
-        if current not in seen:
-            seen.add(current)
-            todo.extend(parents.get(current, ()))
-    return seen
+    lineage = {docname}
+    while parents := {parent for parent, children in app.env.toctree_includes.items()
+                      if lineage.intersection(children)} - lineage:
+        lineage |= parents
+    return lineage
 
 
 def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:

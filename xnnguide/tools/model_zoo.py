@@ -36,10 +36,8 @@ class AddMul(torch.nn.Module):
 class TinyTransformer(torch.nn.Module):
     """A one-block, decoder-style language model over a 256-token vocabulary.
 
-    Written out with plain layers (no ``nn.TransformerEncoderLayer``, whose
-    inference fast path is a fused kernel) so that the exported graph shows
-    the operators a transformer is made of: embedding, layer norm, linear,
-    scaled dot-product attention, GELU.
+    Plain layers (``nn.TransformerEncoderLayer`` runs a fused kernel in eval
+    mode), so that the exported graph shows what a transformer is made of.
     """
 
     def __init__(self, vocab: int = 256, dim: int = 64, heads: int = 4, context: int = 16) -> None:
@@ -73,13 +71,11 @@ class TinyTransformer(torch.nn.Module):
 def calibrate_batchnorm(model: torch.nn.Module, batches: int = 4, batch_size: int = 8) -> torch.nn.Module:
     """Give every batch-norm layer of an untrained image model statistics measured on random images.
 
-    With the default statistics (mean 0, variance 1) the activations of a
-    randomly initialised network shrink layer by layer: MobileNet V2's logits
-    come out near ``1e-9``, and any absolute tolerance would pass a
-    comparison between eager PyTorch and a ``.pte``. This runs *batches*
-    batches of standard-normal ``(batch_size, 3, 224, 224)`` images in
-    training mode, each batch-norm layer averaging over all of them, and
-    returns the model in ``eval()`` mode. No weight changes.
+    With the default statistics the activations of a randomly initialised
+    network shrink layer by layer (MobileNet V2's logits come out near
+    ``1e-9``), and any tolerance would pass a comparison with them. *batches*
+    batches of ``(batch_size, 3, 224, 224)`` random images run in training
+    mode, each layer averaging over all; no weight changes.
     """
     norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
     momenta = [norm.momentum for norm in norms]
@@ -134,11 +130,7 @@ def one_line(error: BaseException) -> str:
 
 
 def check(spec: str) -> None:
-    """Raise :class:`ModelError` unless *spec* names a known model or an existing ``.py`` file.
-
-    Cheap: nothing is imported or built, so the command line can reject a
-    typo before it loads torch's exporters.
-    """
+    """Raise :class:`ModelError` unless *spec* names a known model or an existing ``.py`` file; imports nothing."""
     if spec in MODELS:
         return
     if spec.endswith(".py"):
@@ -153,11 +145,11 @@ def check(spec: str) -> None:
 
 
 def load(spec: str) -> tuple[str, torch.nn.Module, tuple[Any, ...]]:
-    """Build the model *spec* names; return ``(name, model, example_inputs)``, the model in ``eval()`` mode.
+    """Build the model *spec* (a key of :data:`MODELS` or ``file.py:factory``) names, in ``eval()`` mode.
 
-    *spec* is a key of :data:`MODELS` or ``path/to/file.py:factory``; the
-    returned name is the one the output file is named after. Anything that
-    does not give a module and a tuple of tensors raises :class:`ModelError`.
+    Returns ``(name, model, example_inputs)``, the name the output file is
+    named after; :class:`ModelError` for anything but a module and a tuple
+    of tensors.
     """
     check(spec)
     if spec in MODELS:
@@ -213,13 +205,11 @@ def _describe(value: Any) -> str:
 
 
 def calibration_inputs(example_inputs: tuple[Any, ...], count: int, seed: int = 0) -> list[tuple[Any, ...]]:
-    """*count* input tuples shaped like *example_inputs*, for calibration: the example, then random ones.
+    """*count* input tuples like *example_inputs*, for calibration: the example, then random ones.
 
-    Floating-point tensors are drawn from a normal distribution with the
-    example tensor's mean and standard deviation, integer and boolean ones
-    uniformly between its smallest and largest value. Random data calibrates
-    the compiler's checks, not a model's accuracy: for a deployed model,
-    calibrate on real samples with :func:`xnnguide.tools.quantization.quantize`.
+    Floating-point tensors follow a normal distribution with the example's
+    mean and spread, integer ones are uniform over its range. That calibrates
+    the compiler's checks, not a model's accuracy.
     """
     generator = torch.Generator().manual_seed(seed)
 

@@ -1,17 +1,10 @@
 """The quantization schemes of the AOT compiler (``--quantize``), with the calls the Quantization guide shows.
 
-Two families of scheme reach XNNPACK's integer kernels:
-
-* **PT2E** (``int8-static``, ``int8-static-per-tensor``, ``int8-dynamic``):
-  the model is captured as an ATen graph, ``XNNPACKQuantizer`` annotates the
-  operators XNNPACK can run in int8, ``prepare_pt2e`` inserts observers,
-  sample inputs run through it, and ``convert_pt2e`` replaces the observers
-  by quantize/dequantize pairs. The XNNPACK partitioner lowers each group of
-  such pairs around an operator as one integer operator.
-* **torchao** (``8da4w``): ``quantize_`` swaps the weights of ``nn.Linear``
-  (and ``nn.Embedding``) modules for quantized tensor subclasses, in eager
-  mode, before export. XNNPACK runs the linear layers; ExecuTorch's quantized
-  kernel library looks up the embeddings (see the ``quantize_llm_8da4w`` recipe).
+* **PT2E** (``int8-static``, ``int8-static-per-tensor``, ``int8-dynamic``): the exported graph is
+  annotated by ``XNNPACKQuantizer``, observed on sample inputs and converted to quantize/dequantize
+  pairs, which the XNNPACK partitioner lowers with the operator between them as one integer operator.
+* **torchao** (``8da4w``): ``quantize_`` swaps the weights of ``nn.Linear`` (and ``nn.Embedding``)
+  modules for quantized tensor subclasses, in eager mode, before export.
 """
 
 from __future__ import annotations
@@ -44,16 +37,12 @@ def quantize_pt2e(
 ) -> torch.fx.GraphModule:
     """Quantize *model* with PT2E and the XNNPACK quantizer; return the converted module.
 
-    The model is exported with *example_inputs*, annotated by ``XNNPACKQuantizer`` with
-    ``get_symmetric_quantization_config(is_per_channel=per_channel, is_dynamic=dynamic)``,
-    prepared with ``prepare_pt2e``, fed every tuple of *calibration_inputs*, and converted
-    with ``convert_pt2e``. The result runs in eager PyTorch (the "int8 eager" model to
-    compare a ``.pte`` against) and is ready for ``torch.export.export`` and lowering.
-
-    Static quantization freezes the activation ranges the observers recorded, so it
-    needs representative calibration inputs (:class:`ValueError` without). Dynamic
-    quantization computes activation scales at run time; its weight observers still
-    need one forward pass, so without calibration inputs *example_inputs* runs once.
+    The quantizer's config is ``get_symmetric_quantization_config(is_per_channel=per_channel,
+    is_dynamic=dynamic)``; every tuple of *calibration_inputs* runs through the prepared
+    model. The result runs in eager PyTorch (the "int8 eager" model to compare a ``.pte``
+    against) and is ready for ``torch.export.export`` and lowering. Static quantization
+    needs calibration inputs (:class:`ValueError` without); dynamic quantization still
+    needs one forward pass for its weight observers, so *example_inputs* run once.
     """
     from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
         XNNPACKQuantizer,
