@@ -47,5 +47,6 @@ def check_recipes(snippets: Path, gallery: Path, root: Path) -> list[RecipeProbl
         lines = [int(number) for filename, number in TRACEBACK_FRAME.findall(error)
                  if Path(filename).resolve() == source.resolve()]
         last = error.splitlines()[-1] if error else "unknown error"
-        problems.append(RecipeProblem(shown, (lines or [1])[-1], f"failed: {last} — fix the recipe, then `make html`"))
+        message = f"failed: {last} — fix the recipe, then `make html`"
+        problems.append(RecipeProblem(shown, (lines or [1])[-1], message))
     return problems

@@ -130,20 +130,6 @@ class _Op(torch.nn.Module):
         return self.fn(*inputs)
 
 
-class _Addmm(torch.nn.Module):
-    """``bias + x @ weight`` written as ``torch.addmm`` (as ``to_edge`` decomposes ``linear``)."""
-
-    def __init__(self, bias: bool = True):
-        super().__init__()
-        self.weight = torch.nn.Parameter(torch.randn(16, 8) * 0.25)
-        self.bias = torch.nn.Parameter(torch.randn(8)) if bias else None
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.bias is None:
-            return torch.mm(x, self.weight)
-        return torch.addmm(self.bias, x, self.weight)
-
-
 def _fn(fn: Callable[..., torch.Tensor], *inputs: Callable[[], torch.Tensor]):
     """A probe builder for ``fn`` applied to freshly drawn inputs."""
     return lambda: (_Op(fn), tuple(make() for make in inputs))
@@ -175,7 +161,7 @@ def _batch_norm() -> torch.nn.Module:
 FP32_PROBES: dict[str, Callable[[], tuple[torch.nn.Module, Inputs]]] = {
     "abs.default": _fn(torch.abs, _vec),
     "add.Tensor": _fn(torch.add, _vec, _vec),
-    "addmm.default": lambda: (_Addmm(), (_vec(),)),
+    "addmm.default": lambda: (torch.nn.Linear(16, 8), (_vec(),)),  # with LEGACY_FLOW
     "avg_pool2d.default": _fn(lambda x: F.avg_pool2d(x, 2), _img),
     "_native_batch_norm_legit_no_training.default": lambda: (_batch_norm(), (_img(),)),
     "bmm.default": _fn(torch.bmm, lambda: torch.randn(2, 4, 8), lambda: torch.randn(2, 8, 3)),
@@ -201,7 +187,7 @@ FP32_PROBES: dict[str, Callable[[], tuple[torch.nn.Module, Inputs]]] = {
     "max_pool2d.default": _fn(lambda x: F.max_pool2d(x, 2), _img),
     "mean.dim": _fn(lambda x: x.mean(dim=(2, 3), keepdim=True), _img),
     "minimum.default": _fn(torch.minimum, _vec, _vec),
-    "mm.default": lambda: (_Addmm(bias=False), (_vec(),)),
+    "mm.default": lambda: (torch.nn.Linear(16, 8, bias=False), (_vec(),)),
     "mul.Tensor": _fn(torch.mul, _vec, _vec),
     "neg.default": _fn(torch.neg, _vec),
     "permute_copy.default": _fn(lambda x: x.permute(0, 2, 3, 1), _img),
@@ -297,19 +283,14 @@ def _gemm_int8(build: Callable[[], tuple[torch.nn.Module, Inputs]], dynamic: boo
 
 
 #: The probes of the int8 GEMM claims, static and dynamic.
-_GEMMS = {
-    "linear.default": FP32_PROBES["linear.default"],
-    "convolution.default": FP32_PROBES["convolution.default"],
-    "addmm.default": FP32_PROBES["linear.default"],
-    "mm.default": lambda: (torch.nn.Linear(16, 8, bias=False), (_vec(),)),
-}
+_GEMMS = {target: FP32_PROBES[target] for target in ("linear.default", "convolution.default", "addmm.default",
+                                                      "mm.default")}
 
 
 #: Probes that go through the older ``to_edge`` + ``to_backend`` flow: there
 #: ``linear`` decomposes into ``permute_copy`` + ``addmm`` (or ``mm`` without
-#: bias), which is how quantized ``addmm``/``mm`` patterns arise.
-LEGACY_FLOW = {(INT8, "addmm.default"), (INT8, "mm.default"),
-               (DYNAMIC_INT8, "addmm.default"), (DYNAMIC_INT8, "mm.default")}
+#: bias), which is how ``addmm`` and ``mm`` reach the partitioner.
+LEGACY_FLOW = {(precision, target) for precision in PRECISIONS for target in ("addmm.default", "mm.default")}
 
 
 def _affine_dynamic() -> tuple[torch.nn.Module, Inputs, None]:
@@ -334,11 +315,7 @@ def _quantize_dequantize() -> tuple[torch.nn.Module, Inputs, float]:
 
 
 INT8_PROBES: dict[str, Callable[[], tuple[torch.nn.Module, Inputs, float | None]]] = {
-    **{target: _explicit_int8(target) for target in (
-        "add.Tensor", "cat.default", "clamp.default", "hardtanh.default", "max_pool2d.default", "mean.dim",
-        "mul.Tensor", "permute_copy.default", "relu.default", "slice_copy.Tensor", "sub.Tensor",
-        "_to_dim_order_copy.default", "unsqueeze_copy.default", "view_copy.default",
-    )},
+    **{target: _explicit_int8(target) for target in SHARED_QPARAMS | {"add.Tensor", "mul.Tensor", "sub.Tensor"}},
     # q -> dq alone: the conversions at the edges of every int8 partition.
     "quantize_per_tensor.default": _quantize_dequantize,
     "dequantize_per_tensor.default": _quantize_dequantize,
@@ -379,12 +356,8 @@ def lower(claim: Claim, model: torch.nn.Module, inputs: Inputs):
     )
 
 
-def _is_quant(node: torch.fx.Node) -> bool:
-    return node.op == "call_function" and op_name(node).startswith(("quantize_", "choose_qparams"))
-
-
-def _is_dequant(node: torch.fx.Node) -> bool:
-    return node.op == "call_function" and op_name(node).startswith("dequantize_")
+def _calls(node: torch.fx.Node, *prefixes: str) -> bool:
+    return node.op == "call_function" and op_name(node).startswith(prefixes)
 
 
 @dataclass(frozen=True)
@@ -406,14 +379,9 @@ class Lowering:
     @classmethod
     def read(cls, graph_module: torch.fx.GraphModule) -> Lowering:
         inside = tuple(
-            DelegatedNode(
-                op_name(node),
-                any(_is_dequant(arg) for arg in node.all_input_nodes),
-                bool(node.users) and all(_is_quant(user) for user in node.users),
-            )
-            for graph in delegated_graphs(graph_module)
-            for node in graph.graph.nodes
-            if node.op == "call_function"
+            DelegatedNode(op_name(node), any(_calls(arg, "dequantize_") for arg in node.all_input_nodes),
+                          bool(node.users) and all(_calls(user, "quantize_", "choose_qparams") for user in node.users))
+            for graph in delegated_graphs(graph_module) for node in graph.graph.nodes if node.op == "call_function"
         )
         return cls(dict(ops_outside_delegates(graph_module)), inside)
 

@@ -15,21 +15,6 @@ from sphinx import addnodes
 from sphinx.application import Sphinx
 
 
-def root_sections(app: Sphinx) -> list[tuple[str, list[str]]]:
-    """``(caption, [docname, ...])`` for each captioned toctree of the root document."""
-    root = app.config.root_doc
-    toc = app.env.tocs.get(root)
-    if toc is None:
-        return []
-    sections = []
-    for toctree in toc.findall(addnodes.toctree):
-        caption = toctree.get("caption")
-        docnames = [docname for _title, docname in toctree["entries"] if docname in app.env.all_docs]
-        if caption and docnames:
-            sections.append((caption, docnames))
-    return sections
-
-
 def _ancestors(app: Sphinx, docname: str) -> set[str]:
     """*docname* and every document whose toctree leads to it."""
     lineage = {docname}
@@ -40,20 +25,17 @@ def _ancestors(app: Sphinx, docname: str) -> set[str]:
 
 
 def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
+    """Hand the template each captioned toctree of the root document and its pages, marking the current ones."""
     if "pathto" not in context:
         return
-    lineage = _ancestors(app, pagename)
-    sections = []
-    for caption, docnames in root_sections(app):
-        pages = [
-            {
-                "title": app.env.titles[docname].astext() if docname in app.env.titles else docname,
-                "href": context["pathto"](docname),
-                "current": docname in lineage,
-            }
-            for docname in docnames
-        ]
-        sections.append({"caption": caption, "pages": pages, "current": any(page["current"] for page in pages)})
+    root, lineage, sections = app.env.tocs.get(app.config.root_doc), _ancestors(app, pagename), []
+    for toctree in root.findall(addnodes.toctree) if root is not None else ():
+        pages = [{"title": app.env.titles[name].astext() if name in app.env.titles else name,
+                  "href": context["pathto"](name), "current": name in lineage}
+                 for _title, name in toctree["entries"] if name in app.env.all_docs]
+        if toctree.get("caption") and pages:
+            sections.append({"caption": toctree["caption"], "pages": pages,
+                             "current": any(page["current"] for page in pages)})
     context["xnnguide_sections"] = sections
 
 

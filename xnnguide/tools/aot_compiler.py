@@ -38,10 +38,9 @@ from xnnguide.tools.model_zoo import one_line
 from xnnguide.tools.quantization import SCHEMES, quantize
 
 # Importing torchao (executorch does) logs a deprecation notice about torch's
-# pytree registry; it says nothing about the user's model. The toolchain is
-# imported at module level, as in ExecuTorch's own example compiler: under
-# CPython 3.11 these deep import chains cost up to 2 s more from inside a
-# function (the interpreter's frame stack grows in chunks).
+# pytree registry, none of the user's business. The toolchain is imported here,
+# as in ExecuTorch's example compiler: under CPython 3.11 these import chains
+# cost up to 2 s more from inside a function.
 logging.getLogger("torch.utils._pytree").setLevel(logging.ERROR)
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner  # noqa: E402
 from executorch.backends.xnnpack.utils.configs import get_transform_passes  # noqa: E402
@@ -71,9 +70,6 @@ class UsageError(Exception):
 
 class CheckFailed(Exception):
     """--test-after-export failed; reported as one line, exit status 1."""
-
-
-# -- command line ----------------------------------------------------------------
 
 
 class _Parser(argparse.ArgumentParser):
@@ -149,9 +145,6 @@ def check_options(args: argparse.Namespace) -> None:
             raise UsageError(f"--{option} must be zero or positive, not {value:g}")
 
 
-# -- output files -------------------------------------------------------------------
-
-
 def check_outputs(args: argparse.Namespace) -> None:
     """Create the output directories and prove them writable, before any slow step."""
     if args.etrecord is not None and args.etrecord.is_dir():
@@ -187,9 +180,6 @@ def write_atomically(path: Path, write: Callable[[Any], None]) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
-
-
-# -- progress, quiet and errors ----------------------------------------------------------
 
 
 class Progress:
@@ -265,9 +255,6 @@ def export_error_message(error: BaseException) -> str:
     return f"torch.export cannot capture the model{where}; {one_line(error)}"
 
 
-# -- the compiler -----------------------------------------------------------------------
-
-
 def delegation_table(graph_module: Any) -> list[str]:
     """Lines of a table: each operator's nodes inside XNNPACK and left outside it.
 
@@ -296,12 +283,10 @@ def _quantize(args: argparse.Namespace, model: Any, example_inputs: tuple[Any, .
     if args.quantize in STATIC_SCHEMES:
         calibration = model_zoo.calibration_inputs(example_inputs, args.calibration_samples)
     else:
-        # int8-dynamic: the weight observers record the weights only during a
-        # forward pass. 8da4w quantizes weights without running the model.
+        # int8-dynamic observes the weights during one forward pass; 8da4w needs none.
         calibration = [example_inputs] if args.quantize == "int8-dynamic" else []
     try:
-        # The PT2E schemes export the model first thing; a failed capture is
-        # reported as in _export.
+        # The PT2E schemes export the model first: a failed capture is reported as in _export.
         with torch.no_grad(), _silenced(not args.verbose):
             return quantize(model, example_inputs, args.quantize, calibration)
     except Exception as error:
@@ -357,8 +342,7 @@ def compile_model(args: argparse.Namespace) -> None:
             with progress.step("export (torch.export)"):
                 exported = _export(reference, example_inputs, args.verbose)
         else:
-            # PT2E exports the model, quantizes the graph, and the result is
-            # exported again for lowering.
+            # PT2E exports the model, quantizes the graph, and exports the result for lowering.
             samples = ""
             if scheme in STATIC_SCHEMES:
                 plural = "" if args.calibration_samples == 1 else "s"
@@ -408,8 +392,7 @@ def _run_pte(pte_path: Path, example_inputs: tuple[Any, ...], verbose: bool) -> 
     try:
         with _silenced(not verbose):
             runtime = Runtime.get()
-            # Registers ExecuTorch's quantized kernels (8da4w's embedding_4bit)
-            # with the runtime loaded just above.
+            # Registers ExecuTorch's quantized kernels (8da4w's embedding_4bit) with that runtime.
             import executorch.kernels.quantized  # noqa: F401
 
             # The method lives in the program: keep both referenced while it runs.
@@ -453,9 +436,6 @@ def _check(args: argparse.Namespace, pte_path: Path, actual: list[Any], expected
     if not passed:
         raise CheckFailed(f"the .pte differs from {reference} by up to {error:.1e}, over "
                           f"atol {atol:.1e} + rtol {rtol:.1e}; {pte_path} is kept for inspection")
-
-
-# -- entry point --------------------------------------------------------------------
 
 
 def main(argv: Sequence[str] | None = None) -> int:
