@@ -13,7 +13,7 @@ as ``file:line: reader code: ...``, every pyflakes message on a recipe's
 reader copy (at the recipe's own line), every mention of ``xnnguide`` in
 it, every region that shows a line the reader copy leaves out, and every
 page that ``literalinclude``s a file of the ``xnnguide`` package or imports
-it in a Python block (pages under ``contributing/`` excepted).
+it (pages under ``contributing/`` excepted).
 """
 
 from __future__ import annotations
@@ -33,11 +33,9 @@ _START_IGNORE = re.compile(r"^\s*#\s*sphinx_gallery_start_ignore\s*$")
 _END_IGNORE = re.compile(r"^\s*#\s*sphinx_gallery_end_ignore\s*$")
 # Lines that configure the build, not the reader's program: sphinx-gallery's
 # in-file options, this site's declarations, and region markers.
-_SITE_LINE = re.compile(
-    r"^\s*#\s*(?:(?:sphinx_gallery|xnnguide)_\w+\s*=.*|\[(?:start|end) [A-Za-z0-9_-]+\])\s*$"
-)
-_FENCE = re.compile(r"^(```+)\s*\{?([A-Za-z0-9_-]*)\}?")
-_IMPORT = re.compile(rf"^\s*(?:from|import)\s+{PACKAGE}\b")
+_SITE_LINE = re.compile(r"^\s*#\s*(?:(?:sphinx_gallery|xnnguide)_\w+\s*=.*|\[(?:start|end) [A-Za-z0-9_-]+\])\s*$")
+# An import of the package, in a code block or after a doctest prompt.
+_IMPORT = re.compile(rf"^\s*(?:(?:>>>|\.\.\.)\s+)?(?:from|import)\s+{PACKAGE}\b")
 _INCLUDE = re.compile(r"(?:^```+\s*\{literalinclude\}|^\s*\.\.\s+literalinclude::)\s*(\S+)")
 
 
@@ -122,21 +120,15 @@ def recipe_problems(path: Path, shown: str | None = None) -> list[str]:
 
 
 def page_problems(path: Path, shown: str | None = None) -> list[str]:
-    """``file:line: ...`` for each ``literalinclude`` of an ``xnnguide`` file, or import of it in a Python block.
+    """``file:line: ...`` for each ``literalinclude`` of an ``xnnguide`` file, and each line importing it.
 
     Console blocks that run the repository's tools (``python -m xnnguide.tools.aot_compiler``) pass.
     """
     shown = shown or str(path)
     problems = []
-    fence = ""
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        opening = _FENCE.match(line)
-        if opening and not fence:
-            fence = opening.group(2) or "none"
-        elif fence and line.strip().startswith("```"):
-            fence = ""
-        if fence in ("python", "py", "pycon") and _IMPORT.match(line.lstrip(">. ")):
-            problems.append(f"{shown}:{number}: reader code: a Python block imports {PACKAGE}, "
+        if _IMPORT.match(line):
+            problems.append(f"{shown}:{number}: reader code: the page imports {PACKAGE}, "
                             f"which readers do not have: {line.strip()}")
         match = _INCLUDE.match(line)
         if match is None:
@@ -231,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     problems = check([path.resolve() for path in args.paths])
     print(*problems, sep="\n", end="\n" if problems else "")
-    print(f"reader code: {len(problems) or 'no'} problem(s)", file=sys.stderr)
+    print("reader code: " + (f"{len(problems)} problem(s)" if problems else "no problems"), file=sys.stderr)
     return 1 if problems else 0
 
 

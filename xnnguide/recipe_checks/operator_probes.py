@@ -116,9 +116,6 @@ def config_conditions() -> dict[str, str]:
     return conditions
 
 
-# ----------------------------------------------------------------- probe models
-
-
 class _Op(torch.nn.Module):
     """A module whose forward is one function of its inputs."""
 
@@ -216,9 +213,6 @@ FP32_PROBES: dict[str, Callable[[], tuple[torch.nn.Module, Inputs]]] = {
 SKIP_DIM_ORDER = {"clone.default"}
 
 
-# ------------------------------------------------------------ int8 probe models
-
-
 def _qparams(tensor: torch.Tensor) -> tuple[float, int]:
     """Affine int8 parameters covering *tensor*'s range (and zero), as a calibrating observer would pick."""
     low = min(tensor.min().item(), 0.0)
@@ -282,9 +276,8 @@ def _gemm_int8(build: Callable[[], tuple[torch.nn.Module, Inputs]], dynamic: boo
     return make
 
 
-#: The probes of the int8 GEMM claims, static and dynamic.
-_GEMMS = {target: FP32_PROBES[target] for target in ("linear.default", "convolution.default", "addmm.default",
-                                                      "mm.default")}
+#: The GEMM claims, probed int8 static and dynamic by quantizing their fp32 probes.
+_GEMMS = ("linear.default", "convolution.default", "addmm.default", "mm.default")
 
 
 #: Probes that go through the older ``to_edge`` + ``to_backend`` flow: there
@@ -294,10 +287,9 @@ LEGACY_FLOW = {(precision, target) for precision in PRECISIONS for target in ("a
 
 
 def _affine_dynamic() -> tuple[torch.nn.Module, Inputs, None]:
-    """A linear layer quantized by torchao's ``quantize_``: int8 dynamic activations, int8 weights.
+    """A linear layer quantized by torchao's ``quantize_`` (int8 dynamic activations and weights).
 
-    Its exported graph carries torchao's ``choose_qparams_affine``,
-    ``quantize_affine`` and ``dequantize_affine`` operators.
+    Its graph holds torchao's ``choose_qparams_affine``, ``quantize_affine`` and ``dequantize_affine``.
     """
     from torchao.quantization.granularity import PerAxis
     from torchao.quantization.quant_api import Int8DynamicActivationIntxWeightConfig, quantize_
@@ -319,11 +311,11 @@ INT8_PROBES: dict[str, Callable[[], tuple[torch.nn.Module, Inputs, float | None]
     # q -> dq alone: the conversions at the edges of every int8 partition.
     "quantize_per_tensor.default": _quantize_dequantize,
     "dequantize_per_tensor.default": _quantize_dequantize,
-    **{target: _gemm_int8(build, dynamic=False) for target, build in _GEMMS.items()},
+    **{target: _gemm_int8(FP32_PROBES[target], dynamic=False) for target in _GEMMS},
 }
 
 DYNAMIC_INT8_PROBES: dict[str, Callable[[], tuple[torch.nn.Module, Inputs, float | None]]] = {
-    **{target: _gemm_int8(build, dynamic=True) for target, build in _GEMMS.items()},
+    **{target: _gemm_int8(FP32_PROBES[target], dynamic=True) for target in _GEMMS},
     "quantize_affine.default": _affine_dynamic,
     "dequantize_affine.default": _affine_dynamic,
     "choose_qparams_affine.default": _affine_dynamic,
@@ -334,9 +326,6 @@ def probe_for(claim: Claim) -> Callable[[], tuple] | None:
     """The probe builder of *claim*, or ``None`` when this module has none."""
     table = {FP32: FP32_PROBES, INT8: INT8_PROBES, DYNAMIC_INT8: DYNAMIC_INT8_PROBES}.get(claim.precision, {})
     return table.get(claim.target)
-
-
-# ----------------------------------------------------------------- lowering
 
 
 def lower(claim: Claim, model: torch.nn.Module, inputs: Inputs):

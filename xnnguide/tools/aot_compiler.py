@@ -327,33 +327,26 @@ def compile_model(args: argparse.Namespace) -> None:
 
     # The eager model the .pte is checked against: the quantized one, if any.
     reference, fp32_outputs = model, None
-    if scheme == "none":
+    if scheme != "none" and args.test_after_export:
+        with torch.no_grad():  # before 8da4w changes the model in place
+            fp32_outputs = tree_leaves(model(*example_inputs))
+    if scheme == "8da4w":  # torchao quantizes the eager modules; export comes after
+        with progress.step("quantize (torchao)"):
+            reference = _quantize(args, model, example_inputs)
+    if scheme in ("none", "8da4w"):
         with progress.step("export (torch.export)"):
-            exported = _export(model, example_inputs, args.verbose)
-    else:
-        if args.test_after_export:
-            # 8da4w changes the model in place: keep the fp32 answer first.
-            with torch.no_grad():
-                fp32_outputs = tree_leaves(model(*example_inputs))
-        if scheme == "8da4w":
-            # torchao quantizes the eager modules; export comes after.
-            with progress.step("quantize (torchao)"):
-                reference = _quantize(args, model, example_inputs)
-            with progress.step("export (torch.export)"):
-                exported = _export(reference, example_inputs, args.verbose)
-        else:
-            # PT2E exports the model, quantizes the graph, and exports the result for lowering.
-            samples = ""
-            if scheme in STATIC_SCHEMES:
-                plural = "" if args.calibration_samples == 1 else "s"
-                samples = f" ({args.calibration_samples} calibration sample{plural})"
-            with progress.step(f"export and quantize{samples}"):
-                reference = _quantize(args, model, example_inputs)
-                exported = _export(reference, example_inputs, args.verbose)
-        # Refuse a "quantized" program in which the scheme found nothing to quantize.
-        if not any("quantize" in str(node.target) for node in exported.graph.nodes if node.op == "call_function"):
-            raise UsageError(f"--quantize {scheme} found nothing to quantize in {name}; "
-                             "its layers are not ones this scheme quantizes")
+            exported = _export(reference, example_inputs, args.verbose)
+    else:  # PT2E exports the model, quantizes the graph, and exports the result for lowering
+        count = args.calibration_samples
+        samples = f" ({count} calibration sample{'' if count == 1 else 's'})" if scheme in STATIC_SCHEMES else ""
+        with progress.step(f"export and quantize{samples}"):
+            reference = _quantize(args, model, example_inputs)
+            exported = _export(reference, example_inputs, args.verbose)
+    # Refuse a "quantized" program in which the scheme found nothing to quantize.
+    calls = [str(node.target) for node in exported.graph.nodes if node.op == "call_function"]
+    if scheme != "none" and not any("quantize" in target for target in calls):
+        raise UsageError(f"--quantize {scheme} found nothing to quantize in {name}; "
+                         "its layers are not ones this scheme quantizes")
 
     with progress.step("lower to XNNPACK"):
         edge = _lower(args, exported)

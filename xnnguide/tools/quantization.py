@@ -76,13 +76,10 @@ def quantize_8da4w(model: torch.nn.Module, *, group_size: int = 32, quantize_emb
                    ) -> torch.nn.Module:
     """Apply torchao's 8da4w scheme to *model* in place and return it.
 
-    Every ``nn.Linear`` gets ``Int8DynamicActivationIntxWeightConfig``: int4
-    weights with one scale per *group_size* input columns, activations
-    quantized to int8 per token at run time. With *quantize_embeddings*,
-    every ``nn.Embedding`` gets ``IntxWeightOnlyConfig``, int4 weights in
-    groups of *group_size*. Each layer's input width must be a multiple of
-    *group_size*; otherwise :class:`ValueError` names the misfits, before
-    any layer is changed.
+    ``nn.Linear`` layers get int8 activations per token and int4 weights in groups of
+    *group_size* (``Int8DynamicActivationIntxWeightConfig``); with *quantize_embeddings*,
+    ``nn.Embedding`` layers get int4 weights (``IntxWeightOnlyConfig``). A layer whose width
+    *group_size* does not divide is a :class:`ValueError`, before any layer changes.
     """
     from torchao.quantization import Int8DynamicActivationIntxWeightConfig, IntxWeightOnlyConfig, PerGroup, quantize_
 
