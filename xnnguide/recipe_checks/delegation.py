@@ -44,8 +44,8 @@ def delegate_calls(graph_module: torch.fx.GraphModule) -> int:
     return len(delegated_graphs(graph_module))
 
 
-def ops_outside_delegates(graph_module: torch.fx.GraphModule) -> Counter[str]:
-    """The operators left outside every delegate, by name, with their counts.
+def ops_outside_delegates(graph_module: torch.fx.GraphModule) -> dict[str, int]:
+    """The operators left outside every delegate, by name, with their counts (a ``Counter``).
 
     Delegate calls and the ``getitem`` nodes that unpack their results are not
     counted: they are the plumbing of delegation, not work left undone.
@@ -55,7 +55,7 @@ def ops_outside_delegates(graph_module: torch.fx.GraphModule) -> Counter[str]:
                    and getattr(node.target, "__name__", "") != "executorch_call_delegate")
 
 
-def ops_inside_delegates(graph_module: torch.fx.GraphModule) -> Counter[str]:
-    """The operators inside all delegates, by name, with their counts."""
+def ops_inside_delegates(graph_module: torch.fx.GraphModule) -> dict[str, int]:
+    """The operators inside all delegates, by name, with their counts (a ``Counter``)."""
     # A delegate's own graph calls no delegate: everything in it counts.
     return sum((ops_outside_delegates(graph) for graph in delegated_graphs(graph_module)), Counter())
