@@ -60,6 +60,6 @@ def test_rounds_must_be_positive():
 def test_both_real_compilers_build_the_linear_model():
     # One round of the real commands: both must succeed and write a .pte.
     # The verdict is left to `make bench-aot`, which runs enough rounds for it.
-    comparison = bench.compare(bench.COMMANDS, rounds=1)
-    assert set(comparison.times) == {"upstream", "ours"}
-    assert all(len(times) == 1 and times[0] > 0 for times in comparison.times.values())
+    times = bench.compare(bench.COMMANDS, rounds=1)
+    assert set(times) == {"upstream", "ours"}
+    assert all(len(values) == 1 and values[0] > 0 for values in times.values())

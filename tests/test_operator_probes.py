@@ -93,7 +93,6 @@ def test_table_keeps_every_operator_and_flags_failures():
     assert by_operator["add.Tensor"][3] == "NOT DELEGATED: 1 node(s) left outside XNNPACK"
     assert by_operator["add.Tensor"][4] == probes.NOT_CLAIMED
     assert by_operator["linear.default"][4].startswith("FAILED")
-    assert probes.counts(results) == {probes.VERIFIED: 1, probes.NOT_DELEGATED: 1, probes.FAILED: 1}
 
 
 @pytest.fixture(scope="module")

@@ -62,7 +62,7 @@ def test_matching_copy_passes_and_drift_is_reported_with_a_diff(tmp_path):
     bad = write(tmp_path, "bad.md", markdown("x = 1\ny = 3\n\nprint(x + y)"))
     [problem] = check_markdown(bad, tmp_path)
     assert problem.startswith(f"{bad}:5: ")
-    assert "-y = 2" in problem and "+y = 3" in problem
+    assert "differs from" in problem and "regions lower, run" in problem
     assert "python -m xnnguide.regions --fix" in problem
 
 

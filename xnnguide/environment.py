@@ -16,13 +16,13 @@ PACKAGES = ("torch", "executorch", "torchao", "torchvision")
 
 def package_versions() -> dict[str, str]:
     """Installed versions of :data:`PACKAGES` (``"not installed"`` if absent)."""
-    versions = {}
-    for name in PACKAGES:
+    def version(name: str) -> str:
         try:
-            versions[name] = metadata.version(name)
+            return metadata.version(name)
         except metadata.PackageNotFoundError:
-            versions[name] = "not installed"
-    return versions
+            return "not installed"
+
+    return {name: version(name) for name in PACKAGES}
 
 
 def cpu_model() -> str:
@@ -39,10 +39,5 @@ def cpu_model() -> str:
 
 def describe() -> dict[str, object]:
     """Versions, CPU model, logical core count and machine architecture."""
-    return {
-        "versions": package_versions(),
-        "cpu": cpu_model(),
-        "cores": os.cpu_count() or 1,
-        "machine": platform.machine(),
-        "python": platform.python_version(),
-    }
+    return {"versions": package_versions(), "cpu": cpu_model(), "cores": os.cpu_count() or 1,
+            "machine": platform.machine(), "python": platform.python_version()}

@@ -1,27 +1,19 @@
 """The code a reader gets: recipes without the site's own lines, and the check that it runs.
 
-A recipe carries two kinds of code. What a reader sees (the cells of its
-page, the regions other pages include, the ``.py`` and ``.ipynb`` downloads)
-must run with public packages only. The site's own lines (facts recorded
-for the pages, asserts, budget declarations) sit in sphinx-gallery's ignore
-blocks. sphinx-gallery drops those blocks from the page and the notebook but
-offers the recipe's ``.py`` as it is, so the build replaces that file, and
-the zip archives holding it, with :func:`reader_source`. The region markers
-(``# [start lower]``) go too: they are for the pages' ``literalinclude``, not
-for readers.
+What a reader sees of a recipe (its page's cells, the regions other pages
+include, the ``.py`` and ``.ipynb`` downloads) must run with public packages
+only; the site's own lines (recorded facts, asserts, budgets) sit in
+sphinx-gallery's ignore blocks. sphinx-gallery drops those blocks from pages
+and notebooks but offers the recipe's ``.py`` as it is, so the build replaces
+that file, and the zip archives holding it, with :func:`reader_source`,
+which also drops the region markers.
 
 ``python -m xnnguide.reader_code [PATH ...]`` (run by ``make check``) reports,
-as ``file:line: reader code: ...``:
-
-* every pyflakes message on a recipe's reader copy, with the line number of
-  the recipe itself: an undefined name there is one that only an ignore
-  block defines, an unused import one that only an ignore block uses;
-* every mention of ``xnnguide`` in a reader copy;
-* every region (what pages include) that holds a line the reader copy
-  leaves out: a page would show the site's own code;
-* every page that ``literalinclude``s a file of the ``xnnguide`` package, or
-  imports it in a Python block (pages under ``contributing/`` excepted:
-  contributors work in a checkout).
+as ``file:line: reader code: ...``, every pyflakes message on a recipe's
+reader copy (at the recipe's own line), every mention of ``xnnguide`` in
+it, every region that shows a line the reader copy leaves out, and every
+page that ``literalinclude``s a file of the ``xnnguide`` package or imports
+it (pages under ``contributing/`` excepted).
 """
 
 from __future__ import annotations
@@ -44,8 +36,8 @@ _END_IGNORE = re.compile(r"^\s*#\s*sphinx_gallery_end_ignore\s*$")
 _SITE_LINE = re.compile(
     r"^\s*#\s*(?:(?:sphinx_gallery|xnnguide)_\w+\s*=.*|\[(?:start|end|gallery-only) [A-Za-z0-9_ -]+\])\s*$"
 )
-_FENCE = re.compile(r"^(```+)\s*\{?([A-Za-z0-9_-]*)\}?")
-_IMPORT = re.compile(rf"^\s*(?:from|import)\s+{PACKAGE}\b")
+# An import of the package, in a code block or after a doctest prompt.
+_IMPORT = re.compile(rf"^\s*(?:(?:>>>|\.\.\.)\s+)?(?:from|import)\s+{PACKAGE}\b")
 _INCLUDE = re.compile(r"(?:^```+\s*\{literalinclude\}|^\s*\.\.\s+literalinclude::)\s*(\S+)")
 
 
@@ -99,70 +91,46 @@ def recipe_problems(path: Path, shown: str | None = None) -> list[str]:
     """``file:line: reader code: ...`` for everything wrong with a recipe's reader copy."""
     from pyflakes import checker
 
+    from xnnguide.regions import RegionError, read_regions
+
     shown = shown or str(path)
     text = path.read_text(encoding="utf-8")
     try:
-        lines = reader_lines(text, shown)
-    except ReaderCodeError as error:
-        return [f"{error}"]
-    problems = []
-    for number, line in lines:
-        if PACKAGE in line:
-            problems.append(f"{shown}:{number}: reader code: mentions {PACKAGE}, which readers do not have: "
-                            f"{line.strip()}")
-    source = "\n".join(line for _, line in lines) + "\n"
+        lines, regions = reader_lines(text, shown), read_regions(path)
+    except (ReaderCodeError, RegionError) as error:
+        return [str(error)]
+    kept = {number for number, _ in lines}
+    problems = [f"{shown}:{number}: reader code: mentions {PACKAGE}, which readers do not have: {line.strip()}"
+                for number, line in lines if PACKAGE in line]
+    recipe = text.splitlines()
+    for region in regions.values():
+        hidden = [n for n in range(region.start_line + 1, region.end_line) if n not in kept and recipe[n - 1].strip()
+                  and not _SITE_LINE.match(recipe[n - 1])]
+        if hidden:
+            problems.append(f"{shown}:{hidden[0]}: reader code: region {region.name!r} shows a line of the site's "
+                            f"own (an ignore block or a build comment): {recipe[hidden[0] - 1].strip()}")
     try:
-        tree = ast.parse(source, filename=shown)
+        tree = ast.parse("\n".join(line for _, line in lines) + "\n", filename=shown)
     except SyntaxError as error:
         number = lines[(error.lineno or 1) - 1][0] if lines else 1
         return problems + [f"{shown}:{number}: reader code: does not parse without its ignore blocks: {error.msg}"]
-    problems += _region_problems(path, text, shown, {number for number, _ in lines})
     for message in checker.Checker(tree, filename=shown).messages:
         number, line = lines[message.lineno - 1]
-        if "# noqa" in line:  # e.g. an import made for its side effect, saying so
-            continue
-        problems.append(f"{shown}:{number}: reader code: {message.message % message.message_args}")
-    return problems
-
-
-def _region_problems(path: Path, text: str, shown: str, kept: set[int]) -> list[str]:
-    """Regions (what pages show) that hold lines the reader copy leaves out."""
-    from xnnguide.regions import MARKER, RegionError, read_regions
-
-    try:
-        regions = read_regions(path)
-    except RegionError as error:
-        return [str(error)]
-    recipe = text.splitlines()
-    problems = []
-    for region in regions.values():
-        for number in range(region.start_line + 1, region.end_line):
-            line = recipe[number - 1]
-            if number not in kept and line.strip() and not MARKER.match(line):
-                problems.append(f"{shown}:{number}: reader code: region {region.name!r} shows a line of the "
-                                f"site's own (an ignore block or a build comment): {line.strip()}")
-                break
+        if "# noqa" not in line:  # e.g. an import made for its side effect, saying so
+            problems.append(f"{shown}:{number}: reader code: {message.message % message.message_args}")
     return problems
 
 
 def page_problems(path: Path, shown: str | None = None) -> list[str]:
-    """``file:line: ...`` for every page line that shows readers code of the xnnguide package.
+    """``file:line: ...`` for each ``literalinclude`` of an ``xnnguide`` file, and each line importing it.
 
-    That is a ``literalinclude`` of one of its files, or an import of it in a
-    Python code block. Console blocks that run the repository's own tools
-    (``python -m xnnguide.tools.aot_compiler``) are not reader code and pass.
+    Console blocks that run the repository's tools (``python -m xnnguide.tools.aot_compiler``) pass.
     """
     shown = shown or str(path)
     problems = []
-    fence = ""
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        opening = _FENCE.match(line)
-        if opening and not fence:
-            fence = opening.group(2) or "none"
-        elif fence and line.strip().startswith("```"):
-            fence = ""
-        if fence in ("python", "py", "pycon") and _IMPORT.match(line.lstrip(">. ")):
-            problems.append(f"{shown}:{number}: reader code: a Python block imports {PACKAGE}, "
+        if _IMPORT.match(line):
+            problems.append(f"{shown}:{number}: reader code: the page imports {PACKAGE}, "
                             f"which readers do not have: {line.strip()}")
         match = _INCLUDE.match(line)
         if match is None:
@@ -201,14 +169,12 @@ def _clean_notebook(path: Path) -> None:
     """Drop build-only lines (region markers) from a notebook's code cells."""
     notebook = json.loads(path.read_text(encoding="utf-8"))
     changed = False
-    for cell in notebook.get("cells", []):
-        if cell.get("cell_type") != "code":
-            continue
+    for cell in notebook["cells"]:
         source = "".join(cell["source"])
-        cleaned = reader_source(source, str(path)).rstrip("\n") if source.strip() else source
-        if cleaned != source.rstrip("\n"):
-            cell["source"] = cleaned.splitlines(keepends=True)
-            changed = True
+        if cell["cell_type"] == "code" and source.strip():
+            cleaned = reader_source(source, str(path)).rstrip("\n")
+            if cleaned != source.rstrip("\n"):
+                cell["source"], changed = cleaned.splitlines(keepends=True), True
     if changed:
         path.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
@@ -258,10 +224,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return 2
     problems = check([path.resolve() for path in args.paths])
-    for problem in problems:
-        print(problem)
-    checked = "reader code: " + ("no problems" if not problems else f"{len(problems)} problem(s)")
-    print(checked, file=sys.stderr)
+    print(*problems, sep="\n", end="\n" if problems else "")
+    print("reader code: " + (f"{len(problems)} problem(s)" if problems else "no problems"), file=sys.stderr)
     return 1 if problems else 0
 
 

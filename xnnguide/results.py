@@ -1,17 +1,17 @@
-"""Read what the last build ran: run records and the gallery's JUnit file.
+"""Whether every recipe passed in the last build, located in its source.
 
-The tests use this instead of running any recipe again: the build already
-ran each recipe once, and its records say how that went.
+The tests and the drift checker use this instead of running any recipe
+again: the build already ran each recipe once, and its run records say how
+that went (:func:`xnnguide.records.stale_reason`).
 """
 
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from xnnguide.records import find_recipe, load_run_record, recipe_files, stale_reason
+from xnnguide.records import load_run_record, recipe_files, stale_reason
 
 TRACEBACK_FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in (\S+))?')
 
@@ -48,7 +48,10 @@ def failure_line(traceback: str, source: Path, root: Path | None = None) -> tupl
 
 
 def check_recipes(snippets: Path, gallery: Path, root: Path) -> list[RecipeProblem]:
-    """Every recipe must have passed in a run of its current source (:func:`stale_reason`)."""
+    """Every recipe must have passed in a run of its current source (:func:`stale_reason`).
+
+    A failure is located at the recipe's own line (:func:`failure_line`).
+    """
     problems = []
     for source in recipe_files(snippets):
         reason = stale_reason(gallery, source)
@@ -56,27 +59,11 @@ def check_recipes(snippets: Path, gallery: Path, root: Path) -> list[RecipeProbl
             continue
         shown = source.relative_to(root) if source.is_relative_to(root) else source
         record = load_run_record(gallery, source.stem) or {}
-        if record.get("status") == "failed":
-            error = (record.get("error") or "").strip().splitlines()
-            last = error[-1] if error else "unknown error"
-            line, raised = failure_line(record.get("error") or "", source, root)
-            problems.append(RecipeProblem(shown, line, f"failed: {last}{raised} — fix the recipe, then `make html`"))
-        else:
+        if record.get("status") != "failed":
             problems.append(RecipeProblem(shown, 1, f"{reason}; run `make html`"))
-    return problems
-
-
-def junit_failures(junit: Path, root: Path) -> list[RecipeProblem]:
-    """Failures the gallery's JUnit file lists, at their real source lines."""
-    if not junit.is_file():
-        return []
-    problems = []
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        failure = case.find("failure")
-        if failure is None:
             continue
-        source = find_recipe(root / "snippets", case.get("file", "")).resolve()
-        line, raised = failure_line(failure.text or "", source, root)
-        shown = source.relative_to(root) if source.is_relative_to(root) else source
-        problems.append(RecipeProblem(shown, line, f"failed: {failure.get('message')}{raised}"))
+        error = (record.get("error") or "").strip()
+        last = error.splitlines()[-1] if error else "unknown error"
+        line, raised = failure_line(error, source, root)
+        problems.append(RecipeProblem(shown, line, f"failed: {last}{raised} — fix the recipe, then `make html`"))
     return problems

@@ -12,12 +12,8 @@ from __future__ import annotations
 
 import operator
 from collections import Counter
-from typing import Mapping
 
 import torch
-
-#: The name of the higher-order operator that calls a delegate.
-DELEGATE_CALL = "executorch_call_delegate"
 
 
 def op_name(node: torch.fx.Node) -> str:
@@ -31,13 +27,21 @@ def op_name(node: torch.fx.Node) -> str:
     return ".".join(parts[1:]) if len(parts) > 2 else name
 
 
+def delegated_graphs(graph_module: torch.fx.GraphModule) -> list[torch.fx.GraphModule]:
+    """The graph each delegate was built from, in graph order.
+
+    These are the Edge-dialect subgraphs the partitioner handed to XNNPACK,
+    before XNNPACK's own preprocessing passes rewrote them.
+    """
+    from executorch.exir.backend.utils import get_delegates
+
+    return [getattr(graph_module, node.target).original_module.graph_module
+            for node in get_delegates(graph_module.graph)]
+
+
 def delegate_calls(graph_module: torch.fx.GraphModule) -> int:
-    """How many times the program calls a delegate (``executorch_call_delegate`` nodes)."""
-    return sum(
-        1
-        for node in graph_module.graph.nodes
-        if node.op == "call_function" and getattr(node.target, "__name__", "") == DELEGATE_CALL
-    )
+    """How many delegates (XNNPACK subgraphs) the program calls."""
+    return len(delegated_graphs(graph_module))
 
 
 def ops_outside_delegates(graph_module: torch.fx.GraphModule) -> dict[str, int]:
@@ -46,42 +50,12 @@ def ops_outside_delegates(graph_module: torch.fx.GraphModule) -> dict[str, int]:
     Delegate calls and the ``getitem`` nodes that unpack their results are not
     counted: they are the plumbing of delegation, not work left undone.
     """
-    left = Counter()
-    for node in graph_module.graph.nodes:
-        if node.op != "call_function" or node.target is operator.getitem:
-            continue
-        if getattr(node.target, "__name__", "") == DELEGATE_CALL:
-            continue
-        left[op_name(node)] += 1
-    return left
-
-
-def delegated_graphs(graph_module: torch.fx.GraphModule) -> list[torch.fx.GraphModule]:
-    """The graph each delegate was built from, in call order.
-
-    These are the Edge-dialect subgraphs the partitioner handed to XNNPACK,
-    before XNNPACK's own preprocessing passes rewrote them.
-    """
-    graphs = []
-    for node in graph_module.graph.nodes:
-        if node.op == "call_function" and getattr(node.target, "__name__", "") == DELEGATE_CALL:
-            lowered = getattr(graph_module, node.args[0].target)
-            graphs.append(lowered.original_module.graph_module)
-    return graphs
+    return Counter(op_name(node) for node in graph_module.graph.nodes if node.op == "call_function"
+                   and node.target is not operator.getitem
+                   and getattr(node.target, "__name__", "") != "executorch_call_delegate")
 
 
 def ops_inside_delegates(graph_module: torch.fx.GraphModule) -> dict[str, int]:
     """The operators inside all delegates, by name, with their counts (a ``Counter``)."""
-    inside = Counter()
-    for delegated in delegated_graphs(graph_module):
-        for node in delegated.graph.nodes:
-            if node.op == "call_function" and node.target is not operator.getitem:
-                inside[op_name(node)] += 1
-    return inside
-
-
-def describe_ops(counts: Mapping[str, int]) -> str:
-    """``"expand_copy.default ×1, mul.Tensor ×2"``; ``"none"`` when empty."""
-    if not counts:
-        return "none"
-    return ", ".join(f"{name} ×{count}" for name, count in sorted(counts.items()))
+    # A delegate's own graph calls no delegate: everything in it counts.
+    return sum((ops_outside_delegates(graph) for graph in delegated_graphs(graph_module)), Counter())

@@ -1,33 +1,25 @@
 """Check, operator by operator, what the installed XNNPACK partitioner claims.
 
 ``XnnpackPartitioner`` decides what XNNPACK takes with one *config* class per
-Edge operator (``executorch/backends/xnnpack/partition/config/``); each names
-its operator (``target_name``) and the precisions it accepts
-(``supported_precision_types()``: fp32, static int8, dynamic int8). A claim is
-not a proof, so this module lowers a *probe* for every claim: a model of one
-operator (for int8, one operator between the quantize and dequantize nodes a
+Edge operator; each names its operator (``target_name``) and the precisions it
+accepts (``supported_precision_types()``: fp32, static int8, dynamic int8). A
+claim is not a proof, so this module lowers a *probe* for every claim, a model
+of one operator (for int8, between the quantize and dequantize nodes a
 quantizer would leave around it), then checks that
 
 1. the operator ended up inside an XNNPACK delegate (for int8: together with
-   its dequantized inputs and quantized output, so XNNPACK ran it on int8
-   data),
+   its dequantized inputs and quantized output, so XNNPACK ran it on int8 data),
 2. the ``.pte`` file loads and runs on the ExecuTorch runtime, and
 3. its output matches eager PyTorch within a stated tolerance.
 
-The list of claims is read from the installed package each time
-(:func:`claims`), so a new executorch release with new configs shows up as
-rows without probes, flagged, never dropped. :func:`run_all` returns one
-:class:`ProbeResult` per claim; ``snippets/lowering/verify_operator_support.py`` turns
-them into the table on the operator support page.
-
-Probes are tiny (a few hundred elements) so that the whole table takes about
-a minute or two: almost all of the time is spent in ``torch.export`` and
-``to_edge_transform_and_lower``, not in running.
+The claims are read from the installed package each time (:func:`claims`), so
+a new config in a later executorch shows up as a row without a probe, flagged.
+``snippets/lowering/verify_operator_support.py`` turns :func:`run_all`'s results
+into the table on the operator support page.
 """
 
 from __future__ import annotations
 
-import time
 import traceback
 from dataclasses import dataclass
 from typing import Callable  # typing.Callable: Sphinx resolves it without an inventory
@@ -36,29 +28,24 @@ import torch
 import torch.nn.functional as F
 
 from xnnguide.recipe_checks.delegation import delegated_graphs, op_name, ops_outside_delegates
+from xnnguide.tools.quantization import quantize_pt2e
 
 #: Column names of the three precisions, in table order.
 FP32, INT8, DYNAMIC_INT8 = "fp32", "int8 (static)", "int8 (dynamic)"
 PRECISIONS = (FP32, INT8, DYNAMIC_INT8)
 
 #: Statuses a claim can end with. Only ``VERIFIED`` counts as support.
-VERIFIED = "verified"
-NOT_DELEGATED = "NOT DELEGATED"
-FAILED = "FAILED"
-MISMATCH = "WRONG OUTPUT"
-NO_PROBE = "NO PROBE"
+VERIFIED, NOT_DELEGATED, FAILED, MISMATCH, NO_PROBE = "verified", "NOT DELEGATED", "FAILED", "WRONG OUTPUT", "NO PROBE"
 NOT_CLAIMED = "not claimed"
 
-#: fp32: XNNPACK's kernels may round and order sums differently from eager
-#: PyTorch, and its transcendental functions (exp, tanh, gelu...) use
-#: polynomial approximations; outputs here are of order 1.
+#: fp32: XNNPACK may round and sum in another order than eager PyTorch, and
+#: approximates exp, tanh, gelu... with polynomials; outputs are of order 1.
 FP32_ATOL = FP32_RTOL = 1e-4
-#: int8: outputs may differ by one quantization step (XNNPACK requantizes
-#: with its own rounding); the tolerance is that step, read from the probe.
+#: int8: XNNPACK requantizes with its own rounding: one quantization step.
 INT8_STEPS = 1.01
-#: dynamic int8: XNNPACK picks activation parameters per call, at run time,
-#: so its rounding differs from the eager reference's; allow 2% of the
-#: largest output. Enough to catch a wrong or missing operator, not more.
+#: dynamic int8: XNNPACK picks activation parameters at run time, rounding
+#: unlike the eager reference: 2% of the largest output, enough to catch a
+#: wrong or missing operator.
 DYNAMIC_RELATIVE = 0.02
 
 Inputs = tuple[torch.Tensor, ...]
@@ -82,7 +69,6 @@ class ProbeResult:
     detail: str = ""
     max_abs_error: float | None = None
     tolerance: float | None = None
-    seconds: float = 0.0
 
     @property
     def verified(self) -> bool:
@@ -96,19 +82,12 @@ class ProbeResult:
 
 
 def claims() -> list[Claim]:
-    """Every (operator, precision) pair the installed ``XnnpackPartitioner`` claims.
-
-    Read from ``ALL_PARTITIONER_CONFIGS``, the list the partitioner uses when
-    it is given no ``configs``.
-    """
+    """Every (operator, precision) pair of ``ALL_PARTITIONER_CONFIGS``, the partitioner's default configs."""
     from executorch.backends.xnnpack.partition.config import ALL_PARTITIONER_CONFIGS
     from executorch.backends.xnnpack.partition.config.xnnpack_config import ConfigPrecisionType
 
-    names = {
-        ConfigPrecisionType.FP32: FP32,
-        ConfigPrecisionType.STATIC_QUANT: INT8,
-        ConfigPrecisionType.DYNAMIC_QUANT: DYNAMIC_INT8,
-    }
+    names = {ConfigPrecisionType.FP32: FP32, ConfigPrecisionType.STATIC_QUANT: INT8,
+             ConfigPrecisionType.DYNAMIC_QUANT: DYNAMIC_INT8}
     found = []
     for config in ALL_PARTITIONER_CONFIGS:
         supported = config().supported_precision_types()
@@ -121,11 +100,9 @@ def claims() -> list[Claim]:
 
 
 def config_conditions() -> dict[str, str]:
-    """Per operator, the first sentence of its config's own ``check_constraints`` docstring.
+    """Per operator, the first sentence of its config's ``check_constraints`` docstring (``""`` if none).
 
-    Configs that add conditions beyond dtype checks (pooling modes, softmax
-    dimension, exponent of ``pow``...) usually say so there; an empty string
-    means the config documents none.
+    Configs that add conditions beyond dtypes (pooling modes, softmax dimension...) usually say so there.
     """
     import inspect
 
@@ -139,9 +116,6 @@ def config_conditions() -> dict[str, str]:
     return conditions
 
 
-# ----------------------------------------------------------------- probe models
-
-
 class _Op(torch.nn.Module):
     """A module whose forward is one function of its inputs."""
 
@@ -153,44 +127,21 @@ class _Op(torch.nn.Module):
         return self.fn(*inputs)
 
 
-class _Addmm(torch.nn.Module):
-    """``bias + x @ weight`` written as ``torch.addmm`` (as ``to_edge`` decomposes ``linear``)."""
-
-    def __init__(self, bias: bool = True):
-        super().__init__()
-        self.weight = torch.nn.Parameter(torch.randn(16, 8) * 0.25)
-        self.bias = torch.nn.Parameter(torch.randn(8)) if bias else None
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.bias is None:
-            return torch.mm(x, self.weight)
-        return torch.addmm(self.bias, x, self.weight)
-
-
-def _randn(*shape: int) -> torch.Tensor:
-    return torch.randn(*shape)
-
-
-def _positive(*shape: int) -> torch.Tensor:
-    # log, sqrt, rsqrt and division need inputs away from zero.
-    return torch.rand(*shape) + 0.5
-
-
-VEC = (2, 16)  # a batch of two 16-vectors
-IMG = (1, 4, 8, 8)  # one 4-channel 8x8 image
-
-
 def _fn(fn: Callable[..., torch.Tensor], *inputs: Callable[[], torch.Tensor]):
     """A probe builder for ``fn`` applied to freshly drawn inputs."""
     return lambda: (_Op(fn), tuple(make() for make in inputs))
 
 
-def _vec():
-    return _randn(*VEC)
+def _vec() -> torch.Tensor:
+    return torch.randn(2, 16)  # a batch of two 16-vectors
 
 
-def _img():
-    return _randn(*IMG)
+def _img() -> torch.Tensor:
+    return torch.randn(1, 4, 8, 8)  # one 4-channel 8x8 image
+
+
+def _positive() -> torch.Tensor:
+    return torch.rand(2, 16) + 0.5  # log, sqrt, rsqrt and division need inputs away from zero
 
 
 def _batch_norm() -> torch.nn.Module:
@@ -207,10 +158,10 @@ def _batch_norm() -> torch.nn.Module:
 FP32_PROBES: dict[str, Callable[[], tuple[torch.nn.Module, Inputs]]] = {
     "abs.default": _fn(torch.abs, _vec),
     "add.Tensor": _fn(torch.add, _vec, _vec),
-    "addmm.default": lambda: (_Addmm(), (_vec(),)),
+    "addmm.default": lambda: (torch.nn.Linear(16, 8), (_vec(),)),  # with LEGACY_FLOW
     "avg_pool2d.default": _fn(lambda x: F.avg_pool2d(x, 2), _img),
     "_native_batch_norm_legit_no_training.default": lambda: (_batch_norm(), (_img(),)),
-    "bmm.default": _fn(torch.bmm, lambda: _randn(2, 4, 8), lambda: _randn(2, 8, 3)),
+    "bmm.default": _fn(torch.bmm, lambda: torch.randn(2, 4, 8), lambda: torch.randn(2, 8, 3)),
     "cat.default": _fn(lambda a, b: torch.cat([a, b], dim=1), _vec, _vec),
     "ceil.default": _fn(lambda x: torch.ceil(x * 3), _vec),
     "clone.default": _fn(lambda x: x.clone(), _vec),
@@ -218,28 +169,28 @@ FP32_PROBES: dict[str, Callable[[], tuple[torch.nn.Module, Inputs]]] = {
     "constant_pad_nd.default": _fn(lambda x: F.pad(x, (1, 1, 1, 1), value=0.5), _img),
     "convolution.default": lambda: (torch.nn.Conv2d(4, 6, 3, padding=1), (_img(),)),
     "clamp.default": _fn(lambda x: torch.clamp(x, -0.5, 0.5), _vec),
-    "div.Tensor": _fn(torch.div, _vec, lambda: _positive(*VEC)),
+    "div.Tensor": _fn(torch.div, _vec, _positive),
     "exp.default": _fn(torch.exp, _vec),
     "floor.default": _fn(lambda x: torch.floor(x * 3), _vec),
     "gelu.default": _fn(F.gelu, _vec),
     "hardtanh.default": _fn(lambda x: F.hardtanh(x, -0.5, 0.5), _vec),
-    "hardswish.default": _fn(F.hardswish, lambda: _randn(*VEC) * 4),
+    "hardswish.default": _fn(F.hardswish, lambda: _vec() * 4),
     "leaky_relu.default": _fn(lambda x: F.leaky_relu(x, 0.1), _vec),
     "linear.default": lambda: (torch.nn.Linear(16, 8), (_vec(),)),
-    "log.default": _fn(torch.log, lambda: _positive(*VEC)),
+    "log.default": _fn(torch.log, _positive),
     # XNNPACK's max.dim takes 4-D input, the last two dims, and keepdim=True.
     "max.dim": _fn(lambda x: torch.max(x, dim=3, keepdim=True)[0], _img),
     "maximum.default": _fn(torch.maximum, _vec, _vec),
     "max_pool2d.default": _fn(lambda x: F.max_pool2d(x, 2), _img),
     "mean.dim": _fn(lambda x: x.mean(dim=(2, 3), keepdim=True), _img),
     "minimum.default": _fn(torch.minimum, _vec, _vec),
-    "mm.default": lambda: (_Addmm(bias=False), (_vec(),)),
+    "mm.default": lambda: (torch.nn.Linear(16, 8, bias=False), (_vec(),)),
     "mul.Tensor": _fn(torch.mul, _vec, _vec),
     "neg.default": _fn(torch.neg, _vec),
     "permute_copy.default": _fn(lambda x: x.permute(0, 2, 3, 1), _img),
     "pow.Tensor_Scalar": _fn(lambda x: x**2, _vec),
     "prelu.default": lambda: (torch.nn.PReLU(4, init=0.2), (_img(),)),
-    "rsqrt.default": _fn(torch.rsqrt, lambda: _positive(*VEC)),
+    "rsqrt.default": _fn(torch.rsqrt, _positive),
     "relu.default": _fn(torch.relu, _vec),
     "tanh.default": _fn(torch.tanh, _vec),
     "_to_dim_order_copy.default": _fn(lambda x: x.to(memory_format=torch.channels_last), _img),
@@ -248,7 +199,7 @@ FP32_PROBES: dict[str, Callable[[], tuple[torch.nn.Module, Inputs]]] = {
     "cos.default": _fn(torch.cos, _vec),
     "slice_copy.Tensor": _fn(lambda x: x[:, 2:10], _vec),
     "_softmax.default": _fn(lambda x: torch.softmax(x, dim=-1), _vec),
-    "sqrt.default": _fn(torch.sqrt, lambda: _positive(*VEC)),
+    "sqrt.default": _fn(torch.sqrt, _positive),
     "sub.Tensor": _fn(torch.sub, _vec, _vec),
     "unsqueeze_copy.default": _fn(lambda x: x.unsqueeze(-1), _vec),
     "upsample_bilinear2d.vec": _fn(
@@ -260,9 +211,6 @@ FP32_PROBES: dict[str, Callable[[], tuple[torch.nn.Module, Inputs]]] = {
 #: Probes whose target operator only appears with a non-default Edge config:
 #: ``clone`` becomes ``_clone_dim_order`` unless dim-order ops are skipped.
 SKIP_DIM_ORDER = {"clone.default"}
-
-
-# ------------------------------------------------------------ int8 probe models
 
 
 def _qparams(tensor: torch.Tensor) -> tuple[float, int]:
@@ -280,26 +228,6 @@ def _qdq(x: torch.Tensor, scale: float, zero_point: int) -> torch.Tensor:
     return torch.ops.quantized_decomposed.dequantize_per_tensor.default(q, scale, zero_point, -128, 127, torch.int8)
 
 
-class _QuantizedOp(torch.nn.Module):
-    """``q/dq -> op -> q/dq`` with fixed parameters: one operator on int8 data.
-
-    Operators whose output stays within their input's range (data movement,
-    pooling, mean, relu and clamping: :data:`SHARED_QPARAMS`) keep their
-    input's parameters, as a quantizer shares them; the others get parameters
-    for their own output range.
-    """
-
-    def __init__(self, op: torch.nn.Module, in_params: list[tuple[float, int]], out_params: tuple[float, int]):
-        super().__init__()
-        self.op = op
-        self.in_params = in_params
-        self.out_params = out_params
-
-    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
-        dequantized = [_qdq(x, *params) for x, params in zip(inputs, self.in_params)]
-        return _qdq(self.op(*dequantized), *self.out_params)
-
-
 #: int8 probes for operators that keep their input's quantization parameters.
 SHARED_QPARAMS = {
     "cat.default", "clamp.default", "hardtanh.default", "max_pool2d.default", "permute_copy.default",
@@ -309,76 +237,59 @@ SHARED_QPARAMS = {
 
 
 def _explicit_int8(target: str) -> Callable[[], tuple[torch.nn.Module, Inputs, float]]:
-    """Wrap the fp32 probe of *target* in quantize/dequantize pairs."""
+    """The fp32 probe of *target* between quantize/dequantize pairs with fixed parameters: one operator on int8 data.
+
+    Operators whose output stays within their input's range (data movement,
+    pooling, mean, relu and clamping: :data:`SHARED_QPARAMS`) keep their
+    input's parameters, as a quantizer shares them; the others get parameters
+    for their own output range.
+    """
 
     def build() -> tuple[torch.nn.Module, Inputs, float]:
         op, inputs = FP32_PROBES[target]()
         in_params = [_qparams(x) for x in inputs]
-        if target in SHARED_QPARAMS:
-            out_params = in_params[0]
-            if target == "cat.default":  # cat's inputs must share one set of parameters
-                out_params = _qparams(torch.cat(inputs))
-                in_params = [out_params] * len(inputs)
-        else:
-            with torch.no_grad():
-                out_params = _qparams(op(*[_qdq(x, *p) for x, p in zip(inputs, in_params)]))
-        return _QuantizedOp(op, in_params, out_params), inputs, out_params[0]
+        if target == "cat.default":  # cat's inputs must share one set of parameters
+            in_params = [_qparams(torch.cat(inputs))] * len(inputs)
+
+        def on_dequantized(*xs: torch.Tensor) -> torch.Tensor:
+            return op(*[_qdq(x, *params) for x, params in zip(xs, in_params)])
+
+        with torch.no_grad():
+            out_params = in_params[0] if target in SHARED_QPARAMS else _qparams(on_dequantized(*inputs))
+        return _Op(lambda *xs: _qdq(on_dequantized(*xs), *out_params)), inputs, out_params[0]
 
     return build
 
 
-def _pt2e_quantized(model: torch.nn.Module, inputs: Inputs, dynamic: bool) -> torch.nn.Module:
-    """Quantize *model* with ``XNNPACKQuantizer`` (per-channel int8 weights) through PT2E."""
-    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
-        XNNPACKQuantizer,
-        get_symmetric_quantization_config,
-    )
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-
-    quantizer = XNNPACKQuantizer().set_global(
-        get_symmetric_quantization_config(is_per_channel=True, is_dynamic=dynamic)
-    )
-    prepared = prepare_pt2e(torch.export.export(model, inputs).module(), quantizer)
-    prepared(*inputs)  # calibrate on the probe input itself
-    return convert_pt2e(prepared)
-
-
-def _output_scale(model: torch.nn.Module) -> float:
-    """The scale of the last quantize node of a PT2E-converted model."""
-    scales = [
-        node.args[1]
-        for node in model.graph.nodes
-        if node.op == "call_function" and op_name(node) == "quantize_per_tensor.default"
-    ]
-    return float(scales[-1])
-
-
 def _gemm_int8(build: Callable[[], tuple[torch.nn.Module, Inputs]], dynamic: bool):
+    """The probe of *build* quantized by ``XNNPACKQuantizer``, calibrated on its own input."""
+
     def make() -> tuple[torch.nn.Module, Inputs, float | None]:
         model, inputs = build()
-        quantized = _pt2e_quantized(model, inputs, dynamic)
-        # Dynamic quantization returns fp32; its tolerance is set relative to the output.
-        return quantized, inputs, None if dynamic else _output_scale(quantized)
+        quantized = quantize_pt2e(model, inputs, [inputs], dynamic=dynamic)
+        # Static int8: the scale of the last quantize node. Dynamic quantization
+        # returns fp32; its tolerance is set relative to the output.
+        scales = [node.args[1] for node in quantized.graph.nodes
+                  if node.op == "call_function" and op_name(node) == "quantize_per_tensor.default"]
+        return quantized, inputs, None if dynamic else float(scales[-1])
 
     return make
 
 
-def _linear_no_bias() -> tuple[torch.nn.Module, Inputs]:
-    return torch.nn.Linear(16, 8, bias=False), (_vec(),)
+#: The GEMM claims, probed int8 static and dynamic by quantizing their fp32 probes.
+_GEMMS = ("linear.default", "convolution.default", "addmm.default", "mm.default")
 
 
 #: Probes that go through the older ``to_edge`` + ``to_backend`` flow: there
 #: ``linear`` decomposes into ``permute_copy`` + ``addmm`` (or ``mm`` without
-#: bias), which is how quantized ``addmm``/``mm`` patterns arise.
-LEGACY_FLOW = {(INT8, "addmm.default"), (INT8, "mm.default"),
-               (DYNAMIC_INT8, "addmm.default"), (DYNAMIC_INT8, "mm.default")}
+#: bias), which is how ``addmm`` and ``mm`` reach the partitioner.
+LEGACY_FLOW = {(precision, target) for precision in PRECISIONS for target in ("addmm.default", "mm.default")}
 
 
 def _affine_dynamic() -> tuple[torch.nn.Module, Inputs, None]:
-    """A linear layer quantized by torchao's ``quantize_``: int8 dynamic activations, int8 weights.
+    """A linear layer quantized by torchao's ``quantize_`` (int8 dynamic activations and weights).
 
-    Its exported graph carries torchao's ``choose_qparams_affine``,
-    ``quantize_affine`` and ``dequantize_affine`` operators.
+    Its graph holds torchao's ``choose_qparams_affine``, ``quantize_affine`` and ``dequantize_affine``.
     """
     from torchao.quantization.granularity import PerAxis
     from torchao.quantization.quant_api import Int8DynamicActivationIntxWeightConfig, quantize_
@@ -396,25 +307,15 @@ def _quantize_dequantize() -> tuple[torch.nn.Module, Inputs, float]:
 
 
 INT8_PROBES: dict[str, Callable[[], tuple[torch.nn.Module, Inputs, float | None]]] = {
-    **{target: _explicit_int8(target) for target in (
-        "add.Tensor", "cat.default", "clamp.default", "hardtanh.default", "max_pool2d.default", "mean.dim",
-        "mul.Tensor", "permute_copy.default", "relu.default", "slice_copy.Tensor", "sub.Tensor",
-        "_to_dim_order_copy.default", "unsqueeze_copy.default", "view_copy.default",
-    )},
+    **{target: _explicit_int8(target) for target in SHARED_QPARAMS | {"add.Tensor", "mul.Tensor", "sub.Tensor"}},
     # q -> dq alone: the conversions at the edges of every int8 partition.
     "quantize_per_tensor.default": _quantize_dequantize,
     "dequantize_per_tensor.default": _quantize_dequantize,
-    "linear.default": _gemm_int8(FP32_PROBES["linear.default"], dynamic=False),
-    "convolution.default": _gemm_int8(FP32_PROBES["convolution.default"], dynamic=False),
-    "addmm.default": _gemm_int8(FP32_PROBES["linear.default"], dynamic=False),
-    "mm.default": _gemm_int8(_linear_no_bias, dynamic=False),
+    **{target: _gemm_int8(FP32_PROBES[target], dynamic=False) for target in _GEMMS},
 }
 
 DYNAMIC_INT8_PROBES: dict[str, Callable[[], tuple[torch.nn.Module, Inputs, float | None]]] = {
-    "linear.default": _gemm_int8(FP32_PROBES["linear.default"], dynamic=True),
-    "convolution.default": _gemm_int8(FP32_PROBES["convolution.default"], dynamic=True),
-    "addmm.default": _gemm_int8(FP32_PROBES["linear.default"], dynamic=True),
-    "mm.default": _gemm_int8(_linear_no_bias, dynamic=True),
+    **{target: _gemm_int8(FP32_PROBES[target], dynamic=True) for target in _GEMMS},
     "quantize_affine.default": _affine_dynamic,
     "dequantize_affine.default": _affine_dynamic,
     "choose_qparams_affine.default": _affine_dynamic,
@@ -427,39 +328,25 @@ def probe_for(claim: Claim) -> Callable[[], tuple] | None:
     return table.get(claim.target)
 
 
-# ----------------------------------------------------------------- lowering
-
-
 def lower(claim: Claim, model: torch.nn.Module, inputs: Inputs):
     """Export *model* and lower it to XNNPACK the way a reader would; return the Edge program."""
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-    from executorch.backends.xnnpack.utils.configs import (
-        get_transform_passes,
-        get_xnnpack_edge_compile_config,
-    )
+    from executorch.backends.xnnpack.utils.configs import get_transform_passes, get_xnnpack_edge_compile_config
     from executorch.exir import to_edge, to_edge_transform_and_lower
 
     exported = torch.export.export(model, inputs)
     if (claim.precision, claim.target) in LEGACY_FLOW:
         edge = to_edge(exported, compile_config=get_xnnpack_edge_compile_config())
         return edge.transform(get_transform_passes()).to_backend(XnnpackPartitioner())
-    compile_config = None
-    if claim.target in SKIP_DIM_ORDER:
-        compile_config = get_xnnpack_edge_compile_config(skip_dim_order=True)
+    skip_dim_order = claim.target in SKIP_DIM_ORDER
     return to_edge_transform_and_lower(
-        exported,
-        transform_passes=get_transform_passes(),
-        partitioner=[XnnpackPartitioner()],
-        compile_config=compile_config,
+        exported, transform_passes=get_transform_passes(), partitioner=[XnnpackPartitioner()],
+        compile_config=get_xnnpack_edge_compile_config(skip_dim_order=True) if skip_dim_order else None,
     )
 
 
-def _is_quant(node: torch.fx.Node) -> bool:
-    return node.op == "call_function" and op_name(node).startswith(("quantize_", "choose_qparams"))
-
-
-def _is_dequant(node: torch.fx.Node) -> bool:
-    return node.op == "call_function" and op_name(node).startswith("dequantize_")
+def _calls(node: torch.fx.Node, *prefixes: str) -> bool:
+    return node.op == "call_function" and op_name(node).startswith(prefixes)
 
 
 @dataclass(frozen=True)
@@ -481,14 +368,9 @@ class Lowering:
     @classmethod
     def read(cls, graph_module: torch.fx.GraphModule) -> Lowering:
         inside = tuple(
-            DelegatedNode(
-                op_name(node),
-                any(_is_dequant(arg) for arg in node.all_input_nodes),
-                bool(node.users) and all(_is_quant(user) for user in node.users),
-            )
-            for graph in delegated_graphs(graph_module)
-            for node in graph.graph.nodes
-            if node.op == "call_function"
+            DelegatedNode(op_name(node), any(_calls(arg, "dequantize_") for arg in node.all_input_nodes),
+                          bool(node.users) and all(_calls(user, "quantize_", "choose_qparams") for user in node.users))
+            for graph in delegated_graphs(graph_module) for node in graph.graph.nodes if node.op == "call_function"
         )
         return cls(dict(ops_outside_delegates(graph_module)), inside)
 
@@ -526,11 +408,9 @@ class ProbeRun:
     actual: torch.Tensor | None = None
     scale: float | None = None
     error: str = ""
-    seconds: float = 0.0
 
 
 def _lower_and_run(claim: Claim, build: Callable[[], tuple], runtime) -> ProbeRun:
-    start = time.perf_counter()
     run = ProbeRun()
     try:
         torch.manual_seed(0)
@@ -547,7 +427,6 @@ def _lower_and_run(claim: Claim, build: Callable[[], tuple], runtime) -> ProbeRu
     except Exception as error:  # a probe that raises is a finding, not a crash
         last = traceback.format_exception_only(type(error), error)[-1].strip()
         run.error = last.splitlines()[0][:160]
-    run.seconds = time.perf_counter() - start
     return run
 
 
@@ -556,9 +435,9 @@ def judge(claim: Claim, run: ProbeRun) -> ProbeResult:
     if run.lowering is not None:
         problem = delegation_problem(claim, run.lowering)
         if problem:
-            return ProbeResult(claim, NOT_DELEGATED, problem, seconds=run.seconds)
+            return ProbeResult(claim, NOT_DELEGATED, problem)
     if run.error:
-        return ProbeResult(claim, FAILED, run.error, seconds=run.seconds)
+        return ProbeResult(claim, FAILED, run.error)
     expected, actual = run.expected, run.actual
     if claim.precision == FP32:
         tolerance = FP32_ATOL + FP32_RTOL * expected.abs().max().item()
@@ -568,11 +447,11 @@ def judge(claim: Claim, run: ProbeRun) -> ProbeResult:
         tolerance = DYNAMIC_RELATIVE * expected.abs().max().item()
     if actual.shape != expected.shape:
         detail = f"output shape {tuple(actual.shape)}, eager {tuple(expected.shape)}"
-        return ProbeResult(claim, MISMATCH, detail, None, tolerance, run.seconds)
+        return ProbeResult(claim, MISMATCH, detail, None, tolerance)
     error = (actual.to(expected.dtype) - expected).abs().max().item()
     if not error <= tolerance:  # also catches NaN
-        return ProbeResult(claim, MISMATCH, f"error {error:.1e} > {tolerance:.1e}", error, tolerance, run.seconds)
-    return ProbeResult(claim, VERIFIED, "", error, tolerance, run.seconds)
+        return ProbeResult(claim, MISMATCH, f"error {error:.1e} > {tolerance:.1e}", error, tolerance)
+    return ProbeResult(claim, VERIFIED, "", error, tolerance)
 
 
 def run_probe(claim: Claim, runtime, build: Callable[[], tuple] | None = None) -> ProbeResult:
@@ -587,30 +466,21 @@ def run_probe(claim: Claim, runtime, build: Callable[[], tuple] | None = None) -
     return judge(claim, _lower_and_run(claim, build, runtime))
 
 
-def run_all(runtime=None, only: Callable[[Claim], bool] | None = None) -> list[ProbeResult]:
-    """Probe every claim (or those *only* accepts), sharing one runtime.
+def run_all(runtime) -> list[ProbeResult]:
+    """Probe every claim on *runtime* (an ``executorch.runtime.Runtime``).
 
     Claims that share a probe model (``quantize_affine``, ``dequantize_affine``
     and ``choose_qparams_affine`` all come from one dynamically quantized
     linear layer) are judged on one lowering of it.
     """
-    if runtime is None:
-        from executorch.runtime import Runtime
-
-        runtime = Runtime.get()
     runs: dict[tuple, ProbeRun] = {}
     results = []
     for claim in claims():
-        if only is not None and not only(claim):
-            continue
         build = probe_for(claim)
-        if build is None:
-            results.append(ProbeResult(claim, NO_PROBE, "this guide has no probe model for it yet"))
-            continue
         key = (build, claim.precision, (claim.precision, claim.target) in LEGACY_FLOW, claim.target in SKIP_DIM_ORDER)
-        if key not in runs:
+        if build is not None and key not in runs:
             runs[key] = _lower_and_run(claim, build, runtime)
-        results.append(judge(claim, runs[key]))
+        results.append(judge(claim, runs[key]) if build else run_probe(claim, runtime))
     return results
 
 
@@ -631,11 +501,3 @@ def table(results: list[ProbeResult]) -> tuple[list[str], list[list[str]]]:
         cells = [by_target[target][p].cell() if p in by_target[target] else NOT_CLAIMED for p in precisions]
         rows.append([target, configs[target], *cells, conditions.get(target, "")])
     return header, rows
-
-
-def counts(results: list[ProbeResult]) -> dict[str, int]:
-    """How many claims ended with each status."""
-    found: dict[str, int] = {}
-    for result in results:
-        found[result.status] = found.get(result.status, 0) + 1
-    return found

@@ -12,18 +12,9 @@ from typing import Any
 from xnnguide.recipe_checks import facts
 
 
-def record_results(
-    scheme: str,
-    fp32_pte: str | os.PathLike[str],
-    quantized_pte: str | os.PathLike[str],
-    fp32_delegation: Any,
-    quantized_delegation: Any,
-    error_vs_quantized_eager: float,
-    error_vs_fp32: float,
-    *,
-    digits: int = 4,
-    eager: str = "int8",
-) -> None:
+def record_results(scheme: str, fp32_pte: str | os.PathLike[str], quantized_pte: str | os.PathLike[str],
+                   fp32_delegation: Any, quantized_delegation: Any, error_vs_quantized_eager: float,
+                   error_vs_fp32: float, *, digits: int = 4, eager: str = "int8") -> None:
     """Record the figures every quantization recipe reports, for the Quantization page.
 
     The two ``.pte`` files' sizes and their ratio; the quantized program's

@@ -1,13 +1,10 @@
 """Navigation by kind of page: the sections of the root toctree, on every page.
 
-``docs/index.md`` groups the pages in captioned toctrees, one per kind of
-page (Tutorial, How-to guides, Reference, Explanation, Help,
-Contributing). The pydata theme's header lists pages, not captions; this
-extension hands the templates ``xnnguide_sections``, the captioned sections
-in their order, so the header shows one entry per section (a link, or a menu
-when a section has several pages) and the sidebar template can show the
-whole tree under the same captions. A section whose toctree is empty is left
-out, so an empty section can wait in ``index.md`` for its first page.
+``docs/index.md`` groups the pages in captioned toctrees, one per kind of page
+(Tutorial, How-to guides, Reference...). The pydata theme's header lists pages,
+not captions; the templates get ``xnnguide_sections``, the captioned sections in
+order, so the header shows one entry (a link, or a menu) per section and the
+sidebar the whole tree under the same captions. Empty sections are left out.
 """
 
 from __future__ import annotations
@@ -18,51 +15,27 @@ from sphinx import addnodes
 from sphinx.application import Sphinx
 
 
-def root_sections(app: Sphinx) -> list[tuple[str, list[str]]]:
-    """``(caption, [docname, ...])`` for each captioned toctree of the root document."""
-    root = app.config.root_doc
-    toc = app.env.tocs.get(root)
-    if toc is None:
-        return []
-    sections = []
-    for toctree in toc.findall(addnodes.toctree):
-        caption = toctree.get("caption")
-        docnames = [docname for _title, docname in toctree["entries"] if docname in app.env.all_docs]
-        if caption and docnames:
-            sections.append((caption, docnames))
-    return sections
-
-
 def _ancestors(app: Sphinx, docname: str) -> set[str]:
     """*docname* and every document whose toctree leads to it."""
-    parents: dict[str, set[str]] = {}
-    for parent, children in app.env.toctree_includes.items():
-        for child in children:
-            parents.setdefault(child, set()).add(parent)
-    seen, todo = set(), [docname]
-    while todo:
-        current = todo.pop()
-        if current not in seen:
-            seen.add(current)
-            todo.extend(parents.get(current, ()))
-    return seen
+    lineage = {docname}
+    while parents := {parent for parent, children in app.env.toctree_includes.items()
+                      if lineage.intersection(children)} - lineage:
+        lineage |= parents
+    return lineage
 
 
 def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
+    """Hand the template each captioned toctree of the root document and its pages, marking the current ones."""
     if "pathto" not in context:
         return
-    lineage = _ancestors(app, pagename)
-    sections = []
-    for caption, docnames in root_sections(app):
-        pages = [
-            {
-                "title": app.env.titles[docname].astext() if docname in app.env.titles else docname,
-                "href": context["pathto"](docname),
-                "current": docname in lineage,
-            }
-            for docname in docnames
-        ]
-        sections.append({"caption": caption, "pages": pages, "current": any(page["current"] for page in pages)})
+    root, lineage, sections = app.env.tocs.get(app.config.root_doc), _ancestors(app, pagename), []
+    for toctree in root.findall(addnodes.toctree) if root is not None else ():
+        pages = [{"title": app.env.titles[name].astext() if name in app.env.titles else name,
+                  "href": context["pathto"](name), "current": name in lineage}
+                 for _title, name in toctree["entries"] if name in app.env.all_docs]
+        if toctree.get("caption") and pages:
+            sections.append({"caption": toctree["caption"], "pages": pages,
+                             "current": any(page["current"] for page in pages)})
     context["xnnguide_sections"] = sections
 
 

@@ -7,13 +7,10 @@ with the XNNPACK transform passes and partitioner, and serialization. With
 ``--test-after-export`` it then loads the file on the ExecuTorch runtime and
 compares its output with eager PyTorch.
 
-Exit status: 0 on success; 1 when ``--test-after-export`` finds the program
-over tolerance or unable to run, or on an unexpected internal error; 2 for
-bad input (unknown model, unreadable factory, a model ``torch.export``
-rejects, an unwritable output, conflicting options). Errors are one line on
-stderr; ``--traceback`` adds the Python traceback behind them. Files are
-written to a temporary name in the output directory and renamed into place,
-so a failure never leaves half a ``.pte`` behind.
+Exit status: 0 on success; 1 when the test fails or on an internal error; 2
+for bad input (see ``--help``). Errors are one line on stderr; ``--traceback``
+adds the Python traceback behind them. Files are written to a temporary name
+and renamed into place, so a failure never leaves half a ``.pte`` behind.
 """
 
 from __future__ import annotations
@@ -29,40 +26,25 @@ import tempfile
 import textwrap
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 import torch
-import torch.utils._pytree as pytree
+from torch.utils._pytree import tree_leaves
 
 from xnnguide.recipe_checks.delegation import delegate_calls, ops_inside_delegates, ops_outside_delegates
 from xnnguide.tools import model_zoo
+from xnnguide.tools.model_zoo import one_line
 from xnnguide.tools.quantization import SCHEMES, quantize
 
-
-@contextlib.contextmanager
-def _quiet_imports() -> Iterator[None]:
-    # Importing torchao (executorch does) logs a deprecation notice about
-    # torch's pytree registry; it says nothing about the user's model.
-    logger = logging.getLogger("torch.utils._pytree")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
-
-
-# The toolchain is imported at module level, as in ExecuTorch's own example
-# compiler, not inside the function that needs it: under CPython 3.11 the
-# cost of these deep import chains depends on the call depth they start from
-# (the interpreter's frame stack grows and shrinks in chunks), and measured
-# up to 2 s more from inside a function.
-with _quiet_imports():
-    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-    from executorch.backends.xnnpack.utils.configs import get_transform_passes
-    from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
+# Importing torchao (executorch does) logs a deprecation notice about torch's
+# pytree registry, none of the user's business. The toolchain is imported here,
+# as in ExecuTorch's example compiler: under CPython 3.11 these import chains
+# cost up to 2 s more from inside a function.
+logging.getLogger("torch.utils._pytree").setLevel(logging.ERROR)
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner  # noqa: E402
+from executorch.backends.xnnpack.utils.configs import get_transform_passes  # noqa: E402
+from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower  # noqa: E402
 
 PROG = "python -m xnnguide.tools.aot_compiler"
 NAME = "aot_compiler"
@@ -70,16 +52,13 @@ NAME = "aot_compiler"
 # Schemes whose activation ranges are frozen from calibration inputs.
 STATIC_SCHEMES = ("int8-static", "int8-static-per-tensor")
 DEFAULT_CALIBRATION_SAMPLES = 8
-
-# Default tolerances of --test-after-export, as (atol, rtol).
-# fp32: XNNPACK may reorder sums, so results agree closely, not bitwise.
+# (atol, rtol) of --test-after-export in fp32: XNNPACK may reorder sums.
 FP32_TOLERANCE = (1e-4, 1e-4)
-# Quantized programs are compared with the same quantized model in eager
-# PyTorch, which simulates integers with floats; XNNPACK computes in
-# integers, so values near a rounding boundary land a step apart, and the
-# steps add up over the layers of a deep, untrained network. As in the
-# Quantization guide's MobileNet V2 recipe, the bound is a share of the
-# largest fp32 output, with no relative term.
+# A quantized program is compared with the same quantized model in eager
+# PyTorch, which simulates integers with floats: values near a rounding
+# boundary land a step apart, and the steps add up over the layers of a deep
+# network. As in the Quantization guide's MobileNet V2 recipe, the bound is
+# a share of the largest fp32 output, with no relative term.
 QUANTIZED_TOLERANCE_SHARE = 0.35
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -93,9 +72,6 @@ class CheckFailed(Exception):
     """--test-after-export failed; reported as one line, exit status 1."""
 
 
-# -- command line ----------------------------------------------------------------
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         # argparse would print the whole usage first; one line is enough.
@@ -107,70 +83,39 @@ def build_parser() -> argparse.ArgumentParser:
     def listing(entries: dict[str, str]) -> str:
         # The epilog is preformatted (RawDescriptionHelpFormatter), so wrap it here.
         width = max(len(name) for name in entries) + 4
-        return "\n".join(
-            textwrap.fill(text, 79, initial_indent=f"  {name:<{width - 2}}", subsequent_indent=" " * width)
-            for name, text in entries.items()
-        )
+        return "\n".join(textwrap.fill(text, 79, initial_indent=f"  {name:<{width - 2}}", subsequent_indent=" " * width)
+                         for name, text in entries.items())
 
-    models = listing({m.name: m.description for m in model_zoo.MODELS.values()})
-    schemes = listing(SCHEMES)
+    models = listing({name: description for name, (description, _) in model_zoo.MODELS.items()})
     parser = _Parser(
         prog=PROG,
-        description="Export a PyTorch model, optionally quantize it, lower it to XNNPACK\n"
-        "and write a .pte file.",
+        description="Export a PyTorch model, optionally quantize it, lower it to XNNPACK\nand write a .pte file.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=f"models:\n{models}\n\nquantization schemes:\n{schemes}\n\n"
+        epilog=f"models:\n{models}\n\nquantization schemes:\n{listing(SCHEMES)}\n\n"
         "exit status: 0 success, 1 test failed or internal error, 2 bad input",
     )
-    parser.add_argument(
-        "-m", "--model", required=True, metavar="NAME|FILE.py:FACTORY",
-        help="a model listed below, or a Python file and the function in it "
-        "that returns (model, example_inputs)",
-    )
-    parser.add_argument(
-        "-o", "--output-dir", default=Path("."), type=Path, metavar="DIR",
-        help="where to write <model>_xnnpack_<scheme>.pte; created if missing "
-        "(default: the current directory)",
-    )
-    parser.add_argument(
-        "-q", "--quantize", default="none", choices=["none", *SCHEMES], metavar="SCHEME",
-        help="none (fp32, the default) or a scheme listed below",
-    )
-    parser.add_argument(
-        "--calibration-samples", type=int, metavar="N",
-        help="inputs to calibrate static schemes with: the example inputs, then "
-        f"random inputs like them (default: {DEFAULT_CALIBRATION_SAMPLES})",
-    )
-    parser.add_argument(
-        "--no-transform-passes", dest="transform_passes", action="store_false",
-        help="skip the XNNPACK transform passes, to see what they change",
-    )
-    parser.add_argument(
-        "--test-after-export", action="store_true",
-        help="run the .pte on the ExecuTorch runtime and compare it with eager PyTorch",
-    )
-    parser.add_argument(
-        "--atol", type=float,
-        help=f"absolute tolerance of the test (default: {FP32_TOLERANCE[0]:g} for fp32; "
-        f"{QUANTIZED_TOLERANCE_SHARE:g} x the largest fp32 output when quantized)",
-    )
-    parser.add_argument(
-        "--rtol", type=float,
-        help=f"relative tolerance of the test (default: {FP32_TOLERANCE[1]:g} for fp32; "
-        "0 when quantized)",
-    )
-    parser.add_argument(
-        "--etrecord", type=Path, metavar="PATH",
-        help="also write an ETRecord, for the ExecuTorch devtools' Inspector",
-    )
-    parser.add_argument(
-        "-v", "--verbose", action="store_true",
-        help="show the XNNPACK partitioner's debug log and the libraries' own messages",
-    )
-    parser.add_argument(
-        "--traceback", action="store_true",
-        help="on error, print the Python traceback before the one-line message",
-    )
+    add = parser.add_argument
+    add("-m", "--model", required=True, metavar="NAME|FILE.py:FACTORY",
+        help="a model listed below, or a Python file and the function in it that returns (model, example_inputs)")
+    add("-o", "--output-dir", default=Path("."), type=Path, metavar="DIR",
+        help="where to write <model>_xnnpack_<scheme>.pte; created if missing (default: the current directory)")
+    add("-q", "--quantize", default="none", choices=["none", *SCHEMES], metavar="SCHEME",
+        help="none (fp32, the default) or a scheme listed below")
+    add("--calibration-samples", type=int, metavar="N",
+        help="inputs to calibrate static schemes with: the example inputs, then random inputs like them "
+        f"(default: {DEFAULT_CALIBRATION_SAMPLES})")
+    add("--no-transform-passes", dest="transform_passes", action="store_false",
+        help="skip the XNNPACK transform passes, to see what they change")
+    add("--test-after-export", action="store_true",
+        help="run the .pte on the ExecuTorch runtime and compare it with eager PyTorch")
+    add("--atol", type=float, help=f"absolute tolerance of the test (default: {FP32_TOLERANCE[0]:g} for fp32; "
+        f"{QUANTIZED_TOLERANCE_SHARE:g} x the largest fp32 output when quantized)")
+    add("--rtol", type=float,
+        help=f"relative tolerance of the test (default: {FP32_TOLERANCE[1]:g} for fp32; 0 when quantized)")
+    add("--etrecord", type=Path, metavar="PATH", help="also write an ETRecord, for the ExecuTorch devtools' Inspector")
+    add("-v", "--verbose", action="store_true",
+        help="show the XNNPACK partitioner's debug log and the libraries' own messages")
+    add("--traceback", action="store_true", help="on error, print the Python traceback before the one-line message")
     return parser
 
 
@@ -184,6 +129,8 @@ def check_options(args: argparse.Namespace) -> None:
             )
         if args.calibration_samples < 1:
             raise UsageError(f"--calibration-samples must be at least 1, not {args.calibration_samples}")
+    elif args.quantize in STATIC_SCHEMES:
+        args.calibration_samples = DEFAULT_CALIBRATION_SAMPLES
     try:
         model_zoo.check(args.model)
     except model_zoo.ModelError as error:
@@ -198,27 +145,19 @@ def check_options(args: argparse.Namespace) -> None:
             raise UsageError(f"--{option} must be zero or positive, not {value:g}")
 
 
-# -- output files -------------------------------------------------------------------
-
-
-def _prove_writable(directory: Path, what: str) -> None:
-    if directory.exists() and not directory.is_dir():
-        raise UsageError(f"cannot write {what} to {directory}: Not a directory")
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=directory):
-            pass
-    except OSError as error:
-        raise UsageError(f"cannot write {what} to {directory}: {error.strerror}") from error
-
-
 def check_outputs(args: argparse.Namespace) -> None:
-    """Create the output directory and prove the outputs writable, before any slow step."""
-    _prove_writable(args.output_dir, "the .pte")
-    if args.etrecord is not None:
-        if args.etrecord.is_dir():
-            raise UsageError(f"--etrecord {args.etrecord} is a directory; give a file name")
-        _prove_writable(args.etrecord.parent, "the ETRecord")
+    """Create the output directories and prove them writable, before any slow step."""
+    if args.etrecord is not None and args.etrecord.is_dir():
+        raise UsageError(f"--etrecord {args.etrecord} is a directory; give a file name")
+    outputs = [(args.output_dir, "the .pte")] + ([(args.etrecord.parent, "the ETRecord")] if args.etrecord else [])
+    for directory, what in outputs:
+        try:
+            if directory.exists() and not directory.is_dir():
+                raise NotADirectoryError(20, "Not a directory")
+            directory.mkdir(parents=True, exist_ok=True)
+            tempfile.TemporaryFile(dir=directory).close()
+        except OSError as error:
+            raise UsageError(f"cannot write {what} to {directory}: {error.strerror}") from error
 
 
 def write_atomically(path: Path, write: Callable[[Any], None]) -> None:
@@ -243,54 +182,34 @@ def write_atomically(path: Path, write: Callable[[Any], None]) -> None:
         raise
 
 
-# -- progress and quiet --------------------------------------------------------------
-
-
 class Progress:
     """Numbered step lines: a step's name as it starts, its time when it ends."""
 
     def __init__(self, total: int, verbose: bool) -> None:
-        self.total = total
-        self.number = 0
-        self.verbose = verbose
-        self.open_line = False
+        self.total, self.number, self.verbose = total, 0, verbose
 
     @contextlib.contextmanager
     def step(self, label: str) -> Iterator[None]:
         self.number += 1
         # With --verbose, libraries log during the step: end the line first.
         print(f"[{self.number}/{self.total}] {label:<44}", end="\n" if self.verbose else "", flush=True)
-        self.open_line = not self.verbose
         start = time.perf_counter()
         try:
             yield
         except BaseException:
-            if self.open_line:  # end the interrupted line, so the error starts its own
+            if not self.verbose:  # end the interrupted line, so the error starts its own
                 print(flush=True)
-                self.open_line = False
             raise
-        self.open_line = False
-        elapsed = time.perf_counter() - start
-        print(f"{'      done in' if self.verbose else ''}{elapsed:6.1f} s", flush=True)
+        print(f"{'      done in' if self.verbose else ''}{time.perf_counter() - start:6.1f} s", flush=True)
 
 
 @contextlib.contextmanager
-def _python_stderr_silenced(enabled: bool) -> Iterator[None]:
-    if not enabled:
-        yield
-        return
-    with contextlib.redirect_stderr(io.StringIO()):
-        yield
+def _silenced(enabled: bool) -> Iterator[None]:
+    """Hide what a step writes to stderr, from Python or, on file descriptor 2, from C++.
 
-
-@contextlib.contextmanager
-def _runtime_log_silenced(enabled: bool) -> Iterator[None]:
-    """Hide what the ExecuTorch runtime's C++ code logs to stderr.
-
-    Its CPU probing logs lines such as ``Failed to open midr file`` that
-    describe the host, not the program. The Python bindings forward C++
-    stderr to ``sys.stderr``; whatever goes straight to file descriptor 2
-    is caught by pointing the descriptor at a scratch file.
+    A failed capture prints its partial graph; the ExecuTorch runtime's CPU
+    probing logs lines such as ``Failed to open midr file``, about the host,
+    not the program. The one-line error, or nothing, says what matters.
     """
     if not enabled:
         yield
@@ -308,23 +227,8 @@ def _runtime_log_silenced(enabled: bool) -> Iterator[None]:
         os.close(saved)
 
 
-# -- errors from torch.export ---------------------------------------------------------
-
-
-def _first_line(error: BaseException) -> str:
-    for line in str(error).splitlines():
-        if line.strip():
-            return " ".join(line.split())
-    return type(error).__name__
-
-
 def _model_frame(error: BaseException) -> traceback.FrameSummary | None:
-    """The innermost traceback frame in the model's own code, if any.
-
-    Frames in installed libraries (torch, the standard library) and in this
-    module are skipped; what remains is the model's line that export could
-    not capture.
-    """
+    """The innermost traceback frame in the model's own code, not in a library or this module."""
     paths = sysconfig.get_paths()
     libraries = tuple({paths["stdlib"], paths["purelib"], paths["platlib"]})
     seen: set[int] = set()
@@ -348,18 +252,15 @@ def export_error_message(error: BaseException) -> str:
         shown = os.path.relpath(path) if path.is_relative_to(Path.cwd()) else frame.filename
         code = f' "{frame.line.strip()}"' if frame.line else ""
         where = f" at {shown}:{frame.lineno}, in {frame.name}:{code}"
-    return f"torch.export cannot capture the model{where}; {type(error).__name__}: {_first_line(error)}"
-
-
-# -- the compiler -----------------------------------------------------------------------
+    return f"torch.export cannot capture the model{where}; {one_line(error)}"
 
 
 def delegation_table(graph_module: Any) -> list[str]:
     """Lines of a table: each operator's nodes inside XNNPACK and left outside it.
 
-    Counted by :mod:`xnnguide.recipe_checks.delegation`, the one place this
-    repository counts delegation; the ``getitem`` nodes that unpack a
-    delegate's outputs are plumbing, not work left undone, and are not rows.
+    Counted by :mod:`xnnguide.recipe_checks.delegation`; the ``getitem`` nodes
+    that unpack a delegate's outputs are plumbing, not work left undone, and
+    are not rows.
     """
     inside, outside = ops_inside_delegates(graph_module), ops_outside_delegates(graph_module)
     rows = [(name, inside[name], outside[name]) for name in sorted(inside.keys() | outside.keys())]
@@ -370,70 +271,29 @@ def delegation_table(graph_module: Any) -> list[str]:
     return lines
 
 
-@dataclass
-class Result:
-    """What :func:`compile_model` produced; the command line prints it."""
-
-    pte_path: Path
-    pte_size: int
-    subgraphs: int
-    max_abs_error: float | None = None
-    max_abs_error_fp32: float | None = None
-
-
-def _flatten(outputs: Any) -> list[Any]:
-    return pytree.tree_leaves(outputs)
-
-
 def _export(model: Any, example_inputs: tuple[Any, ...], verbose: bool) -> Any:
     try:
-        # A failed capture prints its partial graph to stderr; the one-line
-        # error says where the model failed instead.
-        with _python_stderr_silenced(not verbose):
+        with _silenced(not verbose):
             return torch.export.export(model, example_inputs)
     except Exception as error:
         raise UsageError(export_error_message(error)) from error
 
 
-def _calibration(args: argparse.Namespace, example_inputs: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+def _quantize(args: argparse.Namespace, model: Any, example_inputs: tuple[Any, ...]) -> Any:
     if args.quantize in STATIC_SCHEMES:
-        count = args.calibration_samples or DEFAULT_CALIBRATION_SAMPLES
-        return model_zoo.calibration_inputs(example_inputs, count)
-    if args.quantize == "int8-dynamic":
-        # Activation scales come at run time, but the weight observers record
-        # the weights only during a forward pass: one pass is needed.
-        return [example_inputs]
-    return []  # 8da4w quantizes weights directly, without running the model
-
-
-def _raised_in_export(error: BaseException) -> bool:
-    marker = f"{os.sep}torch{os.sep}export{os.sep}"
-    return any(marker in frame.filename for frame in traceback.extract_tb(error.__traceback__))
-
-
-def _quantize(args: argparse.Namespace, model: Any, example_inputs: tuple[Any, ...],
-              calibration: list[tuple[Any, ...]]) -> Any:
+        calibration = model_zoo.calibration_inputs(example_inputs, args.calibration_samples)
+    else:
+        # int8-dynamic observes the weights during one forward pass; 8da4w needs none.
+        calibration = [example_inputs] if args.quantize == "int8-dynamic" else []
     try:
-        # The PT2E schemes export the model first thing; a failed capture
-        # prints its partial graph, as in _export.
-        with torch.no_grad(), _python_stderr_silenced(not args.verbose):
-            quantized = quantize(model, example_inputs, args.quantize, calibration)
+        # The PT2E schemes export the model first: a failed capture is reported as in _export.
+        with torch.no_grad(), _silenced(not args.verbose):
+            return quantize(model, example_inputs, args.quantize, calibration)
     except Exception as error:
-        if _raised_in_export(error):
+        marker = f"{os.sep}torch{os.sep}export{os.sep}"
+        if any(marker in frame.filename for frame in traceback.extract_tb(error.__traceback__)):
             raise UsageError(export_error_message(error)) from error
-        raise UsageError(
-            f"quantizing with {args.quantize} failed: {type(error).__name__}: {_first_line(error)}"
-        ) from error
-    return quantized
-
-
-def _check_quantized(args: argparse.Namespace, name: str, exported: Any) -> None:
-    """Refuse a "quantized" program in which the scheme found nothing to quantize."""
-    if not any("quantize" in str(node.target) for node in exported.graph.nodes if node.op == "call_function"):
-        raise UsageError(
-            f"--quantize {args.quantize} found nothing to quantize in {name}; "
-            "its layers are not ones this scheme quantizes"
-        )
+        raise UsageError(f"quantizing with {args.quantize} failed: {one_line(error)}") from error
 
 
 def _lower(args: argparse.Namespace, exported: Any) -> Any:
@@ -445,28 +305,16 @@ def _lower(args: argparse.Namespace, exported: Any) -> Any:
             generate_etrecord=args.etrecord is not None,
         )
     except Exception as error:
-        raise UsageError(f"lowering to XNNPACK failed: {type(error).__name__}: {_first_line(error)}") from error
+        raise UsageError(f"lowering to XNNPACK failed: {one_line(error)}") from error
 
 
-def _serialize(args: argparse.Namespace, edge: Any, pte_path: Path) -> None:
-    # 8da4w leaves quantized embeddings outside XNNPACK, as torchao's
-    # dequantize_affine feeding an embedding. ExecuTorch has no kernel for
-    # that pair; quant fusion rewrites it into its own embedding_4bit.
-    config = ExecutorchBackendConfig(do_quant_fusion_and_const_prop=args.quantize == "8da4w")
-    program = edge.to_executorch(config)
-    write_atomically(pte_path, program.write_to_file)
-    if args.etrecord is not None:
-        write_atomically(args.etrecord, program.get_etrecord().save)
-
-
-def compile_model(args: argparse.Namespace) -> Result:
+def compile_model(args: argparse.Namespace) -> None:
     """Run the whole flow for parsed, checked *args*, printing as it goes."""
     check_outputs(args)
     scheme = args.quantize
-    quantized = scheme != "none"
-    label = scheme if quantized else "fp32"
+    label = "fp32" if scheme == "none" else scheme
     known = model_zoo.MODELS.get(args.model)
-    print(f"Compiling {args.model}" + (f": {known.description}" if known else ""))
+    print(f"Compiling {args.model}" + (f": {known[0]}" if known else ""))
     print(f"  quantization {label}, XNNPACK transform passes {'on' if args.transform_passes else 'off'}")
     progress = Progress(4 + (scheme == "8da4w") + args.test_after_export, args.verbose)
 
@@ -479,33 +327,26 @@ def compile_model(args: argparse.Namespace) -> Result:
 
     # The eager model the .pte is checked against: the quantized one, if any.
     reference, fp32_outputs = model, None
-    if not quantized:
+    if scheme != "none" and args.test_after_export:
+        with torch.no_grad():  # before 8da4w changes the model in place
+            fp32_outputs = tree_leaves(model(*example_inputs))
+    if scheme == "8da4w":  # torchao quantizes the eager modules; export comes after
+        with progress.step("quantize (torchao)"):
+            reference = _quantize(args, model, example_inputs)
+    if scheme in ("none", "8da4w"):
         with progress.step("export (torch.export)"):
-            exported = _export(model, example_inputs, args.verbose)
-    else:
-        if args.test_after_export:
-            # 8da4w changes the model in place: keep the fp32 answer first.
-            with torch.no_grad():
-                fp32_outputs = _flatten(model(*example_inputs))
-        calibration = _calibration(args, example_inputs)
-        if scheme == "8da4w":
-            # torchao quantizes the eager modules; export comes after.
-            with progress.step("quantize (torchao)"):
-                reference = _quantize(args, model, example_inputs, calibration)
-            with progress.step("export (torch.export)"):
-                exported = _export(reference, example_inputs, args.verbose)
-        else:
-            # PT2E exports the model, quantizes the graph, and the result is
-            # exported again for lowering. A model export rejects is reported
-            # before any time goes to calibration.
-            samples = ""
-            if scheme in STATIC_SCHEMES:
-                count = len(calibration)
-                samples = f" ({count} calibration sample{'' if count == 1 else 's'})"
-            with progress.step(f"export and quantize{samples}"):
-                reference = _quantize(args, model, example_inputs, calibration)
-                exported = _export(reference, example_inputs, args.verbose)
-        _check_quantized(args, name, exported)
+            exported = _export(reference, example_inputs, args.verbose)
+    else:  # PT2E exports the model, quantizes the graph, and exports the result for lowering
+        count = args.calibration_samples
+        samples = f" ({count} calibration sample{'' if count == 1 else 's'})" if scheme in STATIC_SCHEMES else ""
+        with progress.step(f"export and quantize{samples}"):
+            reference = _quantize(args, model, example_inputs)
+            exported = _export(reference, example_inputs, args.verbose)
+    # Refuse a "quantized" program in which the scheme found nothing to quantize.
+    calls = [str(node.target) for node in exported.graph.nodes if node.op == "call_function"]
+    if scheme != "none" and not any("quantize" in target for target in calls):
+        raise UsageError(f"--quantize {scheme} found nothing to quantize in {name}; "
+                         "its layers are not ones this scheme quantizes")
 
     with progress.step("lower to XNNPACK"):
         edge = _lower(args, exported)
@@ -514,13 +355,18 @@ def compile_model(args: argparse.Namespace) -> Result:
     subgraphs, table = delegate_calls(graph_module), delegation_table(graph_module)
 
     with progress.step("serialize"):
-        _serialize(args, edge, pte_path)
+        # 8da4w leaves quantized embeddings outside XNNPACK, as torchao's
+        # dequantize_affine feeding an embedding. ExecuTorch has no kernel for
+        # that pair; quant fusion rewrites it into its own embedding_4bit.
+        program = edge.to_executorch(ExecutorchBackendConfig(do_quant_fusion_and_const_prop=scheme == "8da4w"))
+        write_atomically(pte_path, program.write_to_file)
+        if args.etrecord is not None:
+            write_atomically(args.etrecord, program.get_etrecord().save)
 
-    result = Result(pte_path, pte_path.stat().st_size, subgraphs)
     print(f"\nDelegation ({'with' if args.transform_passes else 'without'} transform passes): "
           f"{subgraphs} XNNPACK subgraph{'' if subgraphs == 1 else 's'}")
     print("\n".join(table))
-    print(f"\nWrote {pte_path} ({result.pte_size:,} bytes)")
+    print(f"\nWrote {pte_path} ({pte_path.stat().st_size:,} bytes)")
     if args.etrecord is not None:
         print(f"Wrote {args.etrecord} ({args.etrecord.stat().st_size:,} bytes)")
 
@@ -529,77 +375,60 @@ def compile_model(args: argparse.Namespace) -> Result:
         with progress.step("run on the ExecuTorch runtime"):
             actual = _run_pte(pte_path, example_inputs, args.verbose)
         with torch.no_grad():
-            expected = _flatten(reference(*example_inputs))
-        _check(args, result, actual, expected, fp32_outputs, label)
-    return result
+            expected = tree_leaves(reference(*example_inputs))
+        _check(args, pte_path, actual, expected, fp32_outputs, label)
 
 
 def _run_pte(pte_path: Path, example_inputs: tuple[Any, ...], verbose: bool) -> list[Any]:
     from executorch.runtime import Runtime
 
     try:
-        with _runtime_log_silenced(not verbose):
+        with _silenced(not verbose):
             runtime = Runtime.get()
-            # Registers ExecuTorch's quantized kernels (8da4w's embedding_4bit)
-            # with the runtime loaded just above.
+            # Registers ExecuTorch's quantized kernels (8da4w's embedding_4bit) with that runtime.
             import executorch.kernels.quantized  # noqa: F401
 
             # The method lives in the program: keep both referenced while it runs.
             program = runtime.load_program(pte_path)
-            method = program.load_method("forward")
-            return _flatten(method.execute(list(example_inputs)))
+            return tree_leaves(program.load_method("forward").execute(list(example_inputs)))
     except Exception as error:
-        raise CheckFailed(f"the ExecuTorch runtime cannot run {pte_path}: {_first_line(error)}") from error
+        raise CheckFailed(f"the ExecuTorch runtime cannot run {pte_path}: {one_line(error)}") from error
 
 
 def _max_abs_error(actual: Sequence[Any], expected: Sequence[Any]) -> float:
     if len(actual) != len(expected):
         raise CheckFailed(f"the .pte returned {len(actual)} outputs, eager PyTorch {len(expected)}")
-    error = 0.0
     for got, want in zip(actual, expected):
         if tuple(got.shape) != tuple(want.shape):
             raise CheckFailed(f"the .pte returned shape {tuple(got.shape)}, eager PyTorch {tuple(want.shape)}")
-        if want.numel():
-            error = max(error, (got.double() - want.double()).abs().max().item())
-    return error
+    return max(((got.double() - want.double()).abs().max().item() for got, want in zip(actual, expected)
+                if want.numel()), default=0.0)
 
 
 def _largest(outputs: Sequence[Any]) -> float:
     return max((t.double().abs().max().item() for t in outputs if t.numel()), default=0.0)
 
 
-def _check(args: argparse.Namespace, result: Result, actual: list[Any], expected: list[Any],
+def _check(args: argparse.Namespace, pte_path: Path, actual: list[Any], expected: list[Any],
            fp32_outputs: list[Any] | None, label: str) -> None:
     """Compare the .pte's outputs with eager PyTorch; raise CheckFailed over tolerance."""
     if fp32_outputs is None:
-        atol, rtol = FP32_TOLERANCE
-        reference = "eager fp32"
+        (atol, rtol), reference = FP32_TOLERANCE, "eager fp32"
     else:
         atol, rtol = QUANTIZED_TOLERANCE_SHARE * _largest(fp32_outputs), 0.0
         reference = f"the {label} model in eager PyTorch"
     atol = atol if args.atol is None else args.atol
     rtol = rtol if args.rtol is None else args.rtol
-
-    result.max_abs_error = _max_abs_error(actual, expected)
-    passed = all(
-        bool(torch.all((got.double() - want.double()).abs() <= atol + rtol * want.double().abs()))
-        for got, want in zip(actual, expected)
-    )
-    print(f"  max abs error {result.max_abs_error:.1e} against {reference} "
-          f"(largest output {_largest(expected):.2f}; atol {atol:.1e}, rtol {rtol:.1e}): "
-          f"{'passed' if passed else 'FAILED'}")
+    error = _max_abs_error(actual, expected)
+    passed = all(torch.isclose(got.double(), want.double(), rtol, atol).all() for got, want in zip(actual, expected))
+    print(f"  max abs error {error:.1e} against {reference} (largest output {_largest(expected):.2f}; "
+          f"atol {atol:.1e}, rtol {rtol:.1e}): {'passed' if passed else 'FAILED'}")
     if fp32_outputs is not None:
-        result.max_abs_error_fp32 = _max_abs_error(actual, fp32_outputs)
-        print(f"  max abs error {result.max_abs_error_fp32:.1e} against eager fp32: "
+        print(f"  max abs error {_max_abs_error(actual, fp32_outputs):.1e} against eager fp32: "
               "what quantization costs, not checked")
     if not passed:
-        raise CheckFailed(
-            f"the .pte differs from {reference} by up to {result.max_abs_error:.1e}, over "
-            f"atol {atol:.1e} + rtol {rtol:.1e}; {result.pte_path} is kept for inspection"
-        )
-
-
-# -- entry point --------------------------------------------------------------------
+        raise CheckFailed(f"the .pte differs from {reference} by up to {error:.1e}, over "
+                          f"atol {atol:.1e} + rtol {rtol:.1e}; {pte_path} is kept for inspection")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -622,7 +451,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{NAME}: interrupted", file=sys.stderr)
         return 130
     except Exception as error:
-        message = f"internal error: {type(error).__name__}: {_first_line(error)}"
+        message = f"internal error: {one_line(error)}"
         if args is None or not args.traceback:
             message += " (--traceback shows where)"
         return _report(Exception(message), args, EXIT_FAILED, cause=error)
@@ -637,8 +466,7 @@ def _report(error: BaseException, args: argparse.Namespace | None, status: int,
             cause: BaseException | None = None) -> int:
     sys.stdout.flush()
     if args is not None and args.traceback:
-        shown = cause or error.__cause__ or error
-        traceback.print_exception(shown, file=sys.stderr)
+        traceback.print_exception(cause or error.__cause__ or error, file=sys.stderr)
     print(f"{NAME}: error: {error}", file=sys.stderr)
     return status
 

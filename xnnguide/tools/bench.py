@@ -1,29 +1,20 @@
 """How fast the site builds: ``make bench``.
 
-One run measures, on this checkout and this machine:
+One run measures, on this checkout and this machine: a **cold** ``make html``
+after ``make clean`` (every recipe runs); a **no-op** ``make html`` (no recipe
+may run); a **one-snippet edit**, a comment appended to one recipe (that recipe
+alone may run; the file is restored and the site rebuilt, untimed); the **sum
+of the recipes' own times** from their run records; the **fixed Sphinx cost**
+(the cold build's wall time less the gallery phase); and the **peak memory of
+the cold build**, all its processes together, sampled with psutil: the sum of
+RSS (an upper bound, counting shared libraries once per process) and of PSS
+(shared pages split between the processes that map them).
 
-* **cold**: ``make clean`` (the environment stays), then ``make html``: every
-  recipe runs;
-* **no-op**: ``make html`` again: nothing changed, no recipe may run;
-* **one-snippet edit**: a comment appended to one recipe, ``make html``: that
-  recipe alone may run. The file is then restored and the site rebuilt once
-  more (not timed), so the checkout is left as it was found;
-* the **sum of the recipes' own execution times** in the cold build, from
-  their run records, and the **fixed Sphinx cost**: the cold build's wall
-  time minus the time sphinx-gallery spent running recipes;
-* the **peak resident memory of the cold build**, all its processes together
-  (make, Sphinx, sphinx-gallery's worker processes), sampled with psutil
-  every 0.25 s. Two sums are reported: of RSS, an upper bound that counts a
-  shared library once per process, and of PSS, which splits shared pages
-  between the processes that map them.
-
-It then compares them with the goals: cold ≤ 0.8 × recipe time + fixed cost;
-no-op ≤ 5 % of cold; peak memory ≤ 8 GB. ``--alone`` also runs every recipe
-by itself (``python -m xnnguide.run_recipe``, a fresh interpreter each) and
-reports that sum, the cost the shared build is meant to beat.
-
-Timings depend on what else runs on the machine: the load average is printed
-before and after.
+It compares them with the goals: cold ≤ 0.8 × recipe time + fixed cost; no-op
+≤ 5 % of cold; peak memory ≤ 8 GB. ``--alone`` also runs every recipe by itself
+(``python -m xnnguide.run_recipe``, a fresh interpreter each) and reports that
+sum, the cost the shared build is meant to beat. Other jobs on the machine slow
+every figure: the load average is printed before and after.
 """
 
 from __future__ import annotations
@@ -32,89 +23,61 @@ import argparse
 import json
 import subprocess
 import sys
-import threading
+import tempfile
 import time
 from pathlib import Path
 
 import psutil
 
 from xnnguide import environment
-from xnnguide.records import recipe_files
+from xnnguide.records import load_run_record, recipe_files, records_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 GALLERY = ROOT / "docs" / "gallery"
-RECORDS = GALLERY / "_records"
 GB = 1e9
 
 
-def _tree_memory(root: psutil.Process) -> tuple[int, int, int]:
-    """(RSS, PSS, processes) of *root* and all its descendants; processes that end meanwhile count 0."""
-    rss = pss = 0
-    processes = [root, *root.children(recursive=True)]
-    for process in processes:
-        try:
-            memory = process.memory_full_info()  # on Linux it carries PSS (smaps)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
-        rss, pss = rss + memory.rss, pss + memory.pss
-    return rss, pss, len(processes)
+def watch(process: psutil.Popen, interval: float = 0.25) -> tuple[int, int, int]:
+    """Wait for *process*, sampling the memory of it and all its descendants every *interval* seconds.
+
+    Returns the peak sum of RSS, the number of processes at that peak, and the
+    peak sum of PSS. Processes that end between two looks count 0.
+    """
+    peak_rss = peak_pss = peak_processes = 0
+    while process.poll() is None:
+        rss = pss = 0
+        processes = [process, *process.children(recursive=True)]
+        for each in processes:
+            try:
+                memory = each.memory_full_info()  # on Linux it carries PSS (smaps)
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+            rss, pss = rss + memory.rss, pss + memory.pss
+        if rss > peak_rss:
+            peak_rss, peak_processes = rss, len(processes)
+        peak_pss = max(peak_pss, pss)
+        time.sleep(interval)
+    return peak_rss, peak_processes, peak_pss
 
 
-class TreeMemory(threading.Thread):
-    """Samples the summed memory of a process and all its descendants."""
-
-    def __init__(self, pid: int, interval: float = 0.25) -> None:
-        super().__init__(daemon=True)
-        self.pid, self.interval = pid, interval
-        self.peak_rss = self.peak_pss = 0
-        self.peak_processes = 0
-        self._halt = threading.Event()
-
-    def run(self) -> None:
-        try:
-            root = psutil.Process(self.pid)
-        except psutil.NoSuchProcess:
-            return
-        while not self._halt.is_set():
-            rss, pss, processes = _tree_memory(root)
-            if rss > self.peak_rss:
-                self.peak_rss, self.peak_processes = rss, processes
-            self.peak_pss = max(self.peak_pss, pss)
-            self._halt.wait(self.interval)
-
-    def stop(self) -> None:
-        self._halt.set()
-        self.join()
-
-
-def _make(make: list[str], target: str, watch: bool = False) -> tuple[float, TreeMemory | None, str]:
-    """Run ``make <target>``; its wall time, memory sampler and output tail."""
+def _make(make: list[str], target: str) -> tuple[float, tuple[int, int, int]]:
+    """Run ``make <target>``; its wall time and :func:`watch`'s peaks."""
     start = time.perf_counter()
-    process = subprocess.Popen([*make, target], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True)
-    sampler = TreeMemory(process.pid) if watch else None
-    if sampler:
-        sampler.start()
-    output, _ = process.communicate()
-    seconds = time.perf_counter() - start
-    if sampler:
-        sampler.stop()
-    if process.returncode != 0:
-        sys.stdout.write(output[-4000:])
-        raise SystemExit(f"error: `{' '.join(make)} {target}` failed with status {process.returncode}")
-    return seconds, sampler, output
+    with tempfile.TemporaryFile("w+") as output:
+        process = psutil.Popen([*make, target], cwd=ROOT, stdout=output, stderr=subprocess.STDOUT, text=True)
+        memory = watch(process)
+        seconds = time.perf_counter() - start
+        if process.returncode != 0:
+            output.seek(0)
+            sys.stdout.write(output.read()[-4000:])
+            raise SystemExit(f"error: `{' '.join(make)} {target}` failed with status {process.returncode}")
+    return seconds, memory
 
 
-def _summary() -> dict:
-    return json.loads((RECORDS / "build.json").read_text(encoding="utf-8"))
-
-
-def _recipe_seconds(names: list[str]) -> dict[str, float]:
-    seconds = {}
-    for name in names:
-        record = json.loads((RECORDS / "runs" / f"{name}.json").read_text(encoding="utf-8"))
-        seconds[name] = float(record["seconds"])
-    return seconds
+def _ran() -> tuple[list[str], dict]:
+    """The recipes the last build ran, and its summary (``build.json``)."""
+    summary = json.loads((records_dir(GALLERY) / "build.json").read_text(encoding="utf-8"))
+    return summary["ran"], summary
 
 
 def _load() -> str:
@@ -126,7 +89,7 @@ def _verdict(ok: bool) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m xnnguide.tools.bench", description="Measure how fast the site builds.")
+    parser = argparse.ArgumentParser(prog="python -m xnnguide.tools.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--make", default="make", help="the make command, with its variables (default: make)")
     parser.add_argument("--edit", type=Path, help="the recipe to edit (default: the fastest one)")
     parser.add_argument("--alone", action="store_true", help="also run every recipe alone and sum their times")
@@ -136,43 +99,37 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {described['cpu']}, {described['cores']} logical cores; load average {_load()}")
 
     _make(make, "clean")
-    cold, memory, _ = _make(make, "html", watch=True)
-    assert memory is not None
-    summary = _summary()
-    ran = summary["ran"]
-    recipes = _recipe_seconds(ran)
+    cold, (peak_rss, peak_processes, peak_pss) = _make(make, "html")
+    ran, summary = _ran()
+    recipes = {name: load_run_record(GALLERY, name)["seconds"] for name in ran}
     recipe_sum = sum(recipes.values())
     fixed = cold - summary["gallery_seconds"]
     print(f"cold `make html`: {cold:.1f} s ({len(ran)} recipes ran, parallel={summary['parallel']})")
 
-    noop, _, _ = _make(make, "html")
-    noop_ran = _summary()["ran"]
+    noop = _make(make, "html")[0]
+    noop_ran = _ran()[0]
 
     sources = {path.stem: path for path in recipe_files(ROOT / "snippets")}
-    edit = args.edit or sources[min(recipes, key=recipes.get)]
-    edit = edit.resolve()
+    edit = (args.edit or sources[min(recipes, key=recipes.get)]).resolve()
     original = edit.read_bytes()
     try:
         edit.write_bytes(original + b"\n# edited by make bench\n")
-        edited, _, _ = _make(make, "html")
-        edit_ran = _summary()["ran"]
+        edited = _make(make, "html")[0]
+        edit_ran = _ran()[0]
     finally:
         edit.write_bytes(original)
     _make(make, "html")  # back in step with the restored file
 
     alone = {}
-    if args.alone:
-        for name in sorted(recipes):
-            start = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "xnnguide.run_recipe", str(sources[name])], cwd=ROOT,
-                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            alone[name] = time.perf_counter() - start
+    for name in sorted(recipes) if args.alone else ():
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "xnnguide.run_recipe", str(sources[name])], cwd=ROOT,
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        alone[name] = time.perf_counter() - start
 
-    print()
-    print("recipe times in the cold build (s):")
+    print("\nrecipe times in the cold build (s):")
     for name, seconds in sorted(recipes.items(), key=lambda item: -item[1]):
-        extra = f"   alone: {alone[name]:.1f}" if name in alone else ""
-        print(f"  {name:<45} {seconds:8.1f}{extra}")
+        print(f"  {name:<45} {seconds:8.1f}" + (f"   alone: {alone[name]:.1f}" if name in alone else ""))
     print()
     limit = 0.8 * recipe_sum + fixed
     rows = [
@@ -180,23 +137,18 @@ def main(argv: list[str] | None = None) -> int:
         ("  of which running recipes (gallery phase)", f"{summary['gallery_seconds']:.1f} s"),
         ("  fixed Sphinx cost (cold - gallery phase)", f"{fixed:.1f} s"),
         ("sum of recipe execution times", f"{recipe_sum:.1f} s"),
-    ]
-    if alone:
-        rows.append(("sum of recipes run alone (fresh interpreters)", f"{sum(alone.values()):.1f} s"))
-    rows += [
+        *([("sum of recipes run alone (fresh interpreters)", f"{sum(alone.values()):.1f} s")] if alone else []),
         ("no-op make html", f"{noop:.1f} s ({len(noop_ran)} recipes ran)"),
         (f"one-snippet edit ({edit.name})", f"{edited:.1f} s (ran: {', '.join(edit_ran) or 'none'})"),
-        ("peak memory of the cold build, sum of RSS", f"{memory.peak_rss / GB:.2f} GB "
-                                                     f"({memory.peak_processes} processes)"),
-        ("peak memory of the cold build, sum of PSS", f"{memory.peak_pss / GB:.2f} GB"),
+        ("peak memory of the cold build, sum of RSS", f"{peak_rss / GB:.2f} GB ({peak_processes} processes)"),
+        ("peak memory of the cold build, sum of PSS", f"{peak_pss / GB:.2f} GB"),
     ]
     for label, value in rows:
         print(f"{label:<48} {value}")
-    print()
-    print("goals:")
+    print("\ngoals:")
     print(f"  cold <= 0.8 x recipe sum + fixed: {cold:.1f} s <= {limit:.1f} s: {_verdict(cold <= limit)}")
     print(f"  no-op <= 5% of cold: {noop:.1f} s <= {0.05 * cold:.1f} s: {_verdict(noop <= 0.05 * cold)}")
-    print(f"  peak memory <= 8 GB: {memory.peak_rss / GB:.2f} GB (RSS sum): {_verdict(memory.peak_rss <= 8 * GB)}")
+    print(f"  peak memory <= 8 GB: {peak_rss / GB:.2f} GB (RSS sum): {_verdict(peak_rss <= 8 * GB)}")
     print(f"  no-op ran no recipe: {_verdict(not noop_ran)}; edit ran only {edit.stem}: "
           f"{_verdict(edit_ran == [edit.stem])}")
     print(f"load average after: {_load()} (other jobs on this machine slow every figure above)")

@@ -1,95 +1,62 @@
 """Compile time of this guide's AOT compiler against ExecuTorch's example: ``make bench-aot``.
 
 Both compilers turn the same one-layer linear model into an int8 XNNPACK
-``.pte``, each in a fresh interpreter, as a user would run them:
-
-* **upstream**: ``python -m executorch.examples.xnnpack.aot_compiler
-  --model_name linear --delegate -q``, the example the executorch wheel
-  ships. For ``linear`` it quantizes statically with per-channel weights and
-  calibrates on the single example input.
-* **ours**: ``python -m xnnguide.tools.aot_compiler --model linear --quantize
-  int8-static --calibration-samples 1``: the same scheme and the same amount
-  of calibration.
-
-The wall time of each whole command is measured, imports included, over
-``--rounds`` rounds. The two alternate, and which one goes first alternates
-from round to round, so that a change in the machine's load during the run
-weighs on both. The verdict compares the medians: exit status 0 when ours is
-no slower, 1 when it is, 2 when a command fails.
+``.pte``, each in a fresh interpreter, imports included: **upstream**, the
+example the executorch wheel ships (for ``linear`` it quantizes statically,
+per-channel, calibrating on the one example input), and **ours**, with the same
+scheme and the same calibration. Over ``--rounds`` rounds the two alternate, and
+which goes first alternates too, so that a change in the machine's load weighs
+on both. Exit status 0 when ours is no slower by the medians, 1 when it is, 2
+when a command fails.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+#: Name -> command; ``-o <directory>`` is appended to each.
 COMMANDS: dict[str, list[str]] = {
     "upstream": [sys.executable, "-m", "executorch.examples.xnnpack.aot_compiler",
                  "--model_name", "linear", "--delegate", "-q"],
     "ours": [sys.executable, "-m", "xnnguide.tools.aot_compiler",
              "--model", "linear", "--quantize", "int8-static", "--calibration-samples", "1"],
 }
-"""Name -> command; ``-o <directory>`` is appended to each."""
 
 
 class CommandFailed(Exception):
     """A compiler exited with an error or wrote no ``.pte``."""
 
 
-@dataclass
-class Comparison:
-    """Wall times in seconds, per command name, in the order they were run."""
-
-    times: dict[str, list[float]] = field(default_factory=dict)
-
-    def median(self, name: str) -> float:
-        return statistics.median(self.times[name])
-
-    @property
-    def ours_no_slower(self) -> bool:
-        return self.median("ours") <= self.median("upstream")
-
-
 def time_once(name: str, command: Sequence[str]) -> float:
-    """Run the compiler *name*, *command*, with ``-o`` pointing at a fresh directory.
-
-    Return its wall time in seconds.
-    """
-    output = Path(tempfile.mkdtemp(prefix="aot-compare-"))
-    try:
+    """The wall time, in seconds, of the compiler *command* writing to a fresh directory."""
+    with tempfile.TemporaryDirectory(prefix="aot-compare-") as output:
         start = time.perf_counter()
-        run = subprocess.run([*command, "-o", str(output)], capture_output=True, text=True)
+        run = subprocess.run([*command, "-o", output], capture_output=True, text=True)
         elapsed = time.perf_counter() - start
         if run.returncode != 0:
             last = (run.stderr.strip().splitlines() or ["(no output)"])[-1]
             raise CommandFailed(f"{name} compiler exited with status {run.returncode}: {last}")
-        if not any(output.glob("*.pte")):
+        if not any(Path(output).glob("*.pte")):
             raise CommandFailed(f"{name} compiler wrote no .pte")
-        return elapsed
-    finally:
-        shutil.rmtree(output, ignore_errors=True)
+    return elapsed
 
 
-def compare(commands: dict[str, list[str]], rounds: int) -> Comparison:
-    """Time every command *rounds* times, alternating, printing each run."""
-    comparison = Comparison({name: [] for name in commands})
-    names = list(commands)
+def compare(commands: dict[str, list[str]], rounds: int) -> dict[str, list[float]]:
+    """Wall times of every command, *rounds* times, alternating who goes first; each run is printed."""
+    times: dict[str, list[float]] = {name: [] for name in commands}
     for number in range(rounds):
-        order = names if number % 2 == 0 else names[::-1]
-        for name in order:
-            seconds = time_once(name, commands[name])
-            comparison.times[name].append(seconds)
-            print(f"  round {number + 1}/{rounds}  {name:<9} {seconds:6.2f} s", flush=True)
-    return comparison
+        for name in list(commands)[:: 1 if number % 2 == 0 else -1]:
+            times[name].append(time_once(name, commands[name]))
+            print(f"  round {number + 1}/{rounds}  {name:<9} {times[name][-1]:6.2f} s", flush=True)
+    return times
 
 
 def _load() -> str:
@@ -97,7 +64,8 @@ def _load() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m xnnguide.tools.compare_aot_compilers", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m xnnguide.tools.compare_aot_compilers",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5, help="runs of each compiler (default: 5)")
     args = parser.parse_args(argv)
     if args.rounds < 1:
@@ -107,18 +75,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{name:<9} {' '.join(['python', *command[1:]])} -o DIR")
     print(f"load average before: {_load()}")
     try:
-        comparison = compare(COMMANDS, args.rounds)
+        times = compare(COMMANDS, args.rounds)
     except CommandFailed as error:
         print(f"compare_aot_compilers: error: {error}", file=sys.stderr)
         return 2
     print(f"load average after:  {_load()}")
-    for name in COMMANDS:
-        times = comparison.times[name]
-        print(f"{name:<9} median {comparison.median(name):6.2f} s  (min {min(times):.2f}, max {max(times):.2f})")
-    ratio = comparison.median("ours") / comparison.median("upstream")
-    verdict = "no slower" if comparison.ours_no_slower else "SLOWER"
-    print(f"ours / upstream = {ratio:.2f}: ours is {verdict}")
-    return 0 if comparison.ours_no_slower else 1
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    for name, values in times.items():
+        print(f"{name:<9} median {medians[name]:6.2f} s  (min {min(values):.2f}, max {max(values):.2f})")
+    no_slower = medians["ours"] <= medians["upstream"]
+    print(f"ours / upstream = {medians['ours'] / medians['upstream']:.2f}: "
+          f"ours is {'no slower' if no_slower else 'SLOWER'}")
+    return 0 if no_slower else 1
 
 
 if __name__ == "__main__":
