@@ -31,7 +31,7 @@ class RunRecord(TypedDict, total=False):
     seconds: float
     budget_seconds: float
     budget_gb: float  # memory budget, see budget_gb()
-    peak_gb: float  # peak resident memory, recorded when the recipe was stopped
+    peak_gb: float  # peak resident memory of its process and their children, read every 0.2 s
     build_id: str | None
     pid: int
     worker: bool  # run beside others in a worker process of a parallel build

@@ -25,6 +25,7 @@ ends failing with the recipe's file, line and reason. Its run record says
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import linecache
 import multiprocessing
@@ -78,6 +79,7 @@ def generate_file_rst(fname: str, target_dir: str, src_dir: str, gallery_conf: d
     with tempfile.NamedTemporaryFile("w+", prefix="xnnguide-trace-", suffix=".txt") as trace:
         outcome, elapsed, pid, peak = _watch(payload, trace.name, seconds, gb)
         if not isinstance(outcome, str):
+            recipes.add_to_run_record(gallery_conf, fname, peak_gb=round(peak / 1e9, 3))
             return outcome
         text = Path(trace.name).read_text(errors="replace")
     frames = _recipe_thread(text, source)
@@ -128,7 +130,7 @@ def _watch(payload: bytes, trace: str, seconds: float, gb: float) -> tuple[Any, 
     started = time.monotonic()
     child.start()
     send.close()
-    peak, result, over, killed = 0, None, False, False
+    peak, result, over, killed, family = 0, None, False, False, []
     process = psutil.Process(child.pid)
     while True:
         if receive.poll(POLL_SECONDS):
@@ -137,13 +139,14 @@ def _watch(payload: bytes, trace: str, seconds: float, gb: float) -> tuple[Any, 
             except EOFError:  # the child ended without a result
                 pass
             break
-        rss = _rss(process)
+        rss, family = _rss(process)
         peak = max(peak, rss)
         if rss > gb * 1e9:
             over = True
-            os.kill(child.pid, signal.SIGUSR1)  # faulthandler writes where it is
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child.pid, signal.SIGUSR1)  # faulthandler writes where it is
             time.sleep(0.5)
-            peak = max(peak, _rss(process))
+            peak = max(peak, _rss(process)[0])
         elif time.monotonic() - started < seconds + GRACE_SECONDS:
             continue
         killed = True
@@ -153,6 +156,9 @@ def _watch(payload: bytes, trace: str, seconds: float, gb: float) -> tuple[Any, 
     elapsed = round(time.monotonic() - started, 3)
     if result is not None:
         return cloudpickle.loads(result), elapsed, child.pid, peak
+    for orphan in family[1:]:  # what the stopped recipe started itself
+        with contextlib.suppress(psutil.Error):
+            orphan.kill()
     code = child.exitcode or 0
     if over:
         why = f"used {peak / 1e9:.3g} GB, over its {gb:g} GB memory budget,"
@@ -165,15 +171,15 @@ def _watch(payload: bytes, trace: str, seconds: float, gb: float) -> tuple[Any, 
     return why, elapsed, child.pid, peak
 
 
-def _rss(process: psutil.Process) -> int:
-    """Resident memory of a process and its children, in bytes (0 once it is gone)."""
-    total = 0
-    try:
-        for each in [process, *process.children(recursive=True)]:
+def _rss(process: psutil.Process) -> tuple[int, list[psutil.Process]]:
+    """Resident memory, in bytes, of a process and its descendants, and those processes."""
+    total, family = 0, [process]
+    with contextlib.suppress(psutil.Error):
+        family += process.children(recursive=True)
+    for each in family:
+        with contextlib.suppress(psutil.Error):
             total += each.memory_info().rss
-    except psutil.Error:
-        pass
-    return total
+    return total, family
 
 
 def _child(payload: bytes, send: Any, trace: str, seconds: float) -> None:

@@ -237,6 +237,14 @@ def recipe_hook(gallery_conf: dict[str, Any], fname: str | None, when: str) -> N
               **dict(zip(("budget_seconds", "budget_gb"), budgets(source))))
 
 
+def add_to_run_record(gallery_conf: dict[str, Any], fname: str, **fields: Any) -> None:
+    """Add *fields* to the run record the recipe's hook wrote, if it wrote one."""
+    gallery = _gallery_dir(gallery_conf)
+    record = load_run_record(gallery, Path(fname).stem)
+    if record is not None:
+        write_run_record(records_dir(gallery), {**record, **fields})  # type: ignore[typeddict-item]
+
+
 def write_run(gallery_conf: dict[str, Any], fname: str, seconds: float, pid: int, **fields: Any) -> None:
     """Write the run record of a recipe that just ran (here, or in a process :mod:`.isolation` watched)."""
     source = _recipe_source(gallery_conf, fname)
