@@ -73,7 +73,7 @@ def generate_file_rst(fname: str, target_dir: str, src_dir: str, gallery_conf: d
     try:
         seconds, gb = recipes.budgets(source)
     except ValueError as error:
-        return _failed((fname, target_dir, src_dir, gallery_conf), str(error), "", 0.0)
+        return _failed((fname, target_dir, src_dir, gallery_conf), str(error), 0.0)
     env = dict(os.environ, **{recipes.IN_WORKER: "1" if recipes._in_worker() else "0"})
     payload = cloudpickle.dumps(((fname, target_dir, src_dir, gallery_conf), env, sys.path, os.getcwd()))
     with tempfile.NamedTemporaryFile("w+", prefix="xnnguide-trace-", suffix=".txt") as trace:
@@ -97,10 +97,10 @@ def generate_file_rst(fname: str, target_dir: str, src_dir: str, gallery_conf: d
     error = f"Traceback (most recent call last), from faulthandler in process {pid}:\n{trace_text}{message}"
     recipes.write_run(gallery_conf, fname, seconds=elapsed, pid=pid, status="failed", error=error,
                       budget_seconds=seconds, budget_gb=gb, peak_gb=round(peak / 1e9, 3))
-    return _failed((fname, target_dir, src_dir, gallery_conf), error, message, elapsed)
+    return _failed((fname, target_dir, src_dir, gallery_conf), error, elapsed)
 
 
-def _failed(args: tuple[Any, ...], error: str, message: str, elapsed: float) -> Any:
+def _failed(args: tuple[Any, ...], error: str, elapsed: float) -> Any:
     """sphinx-gallery's result for a recipe that failed; its page is written without outputs."""
     fname, target_dir, src_dir, gallery_conf = args
     intro, title, _, out_vars = _original(fname, target_dir, src_dir, {**gallery_conf, "plot_gallery": False})
