@@ -31,8 +31,9 @@ FAILING = {
                   "# sphinx_gallery_start_ignore\n# xnnguide_budget_seconds = 5\n# sphinx_gallery_end_ignore\n",
                   "stopped after 5 s (its time budget) while at time.sleep(3600)  # LINE"),
     "tiny_abort": ("import os\n\nos.abort()  # LINE\n", "its process died of SIGABRT while at os.abort()  # LINE"),
-    "tiny_segfault": ("import ctypes\n\n\ndef read_null():\n    return ctypes.string_at(0)  # LINE\n\n\nread_null()\n",
-                      "its process died of SIGSEGV while at return ctypes.string_at(0)  # LINE"),
+    # Named at the recipe's line that made the failing call, as tracebacks are.
+    "tiny_segfault": ("import ctypes\n\n\ndef read_null():\n    return ctypes.string_at(0)\n\n\nread_null()  # LINE\n",
+                      "its process died of SIGSEGV while at read_null()  # LINE (raised at "),
     # 100 MB more every 0.1 s, to at most 4 GB; the budget is 1 GB.
     "tiny_hog": ("import time\n\nimport numpy as np\n\nblocks = []\nfor _ in range(40):\n"
                  "    blocks.append(np.ones(12_500_000)); time.sleep(0.1)  # LINE\n\n"

@@ -44,6 +44,7 @@ from sphinx_gallery import gen_rst
 from sphinx_gallery.utils import get_md5sum
 
 from xnnguide.records import shown
+from xnnguide.results import failure_line
 from xnnguide.site import recipes
 
 #: How long after its time budget a child that did not stop itself is killed.
@@ -85,15 +86,15 @@ def generate_file_rst(fname: str, target_dir: str, src_dir: str, gallery_conf: d
     frames = _recipe_thread(text, source)
     # From the recipe's outermost frame on, as sphinx-gallery shows a traceback.
     first = next((index for index, (path, _, _) in enumerate(frames) if _same(path, source)), 0)
-    frames = frames[first:]
-    line = next((int(number) for path, number, _ in reversed(frames) if _same(path, source)), 0)
-    where = f" while at {linecache.getline(str(source), line).strip()}" if line else ""
-    message = outcome + where
-    print(f"{shown(source)}:{line or 1}: recipe: {message}", file=sys.stderr, flush=True)
     trace_text = "".join(
         f'  File "{path}", line {number}, in {function}\n'
         + (f"    {linecache.getline(path, int(number)).strip()}\n" if _same(path, source) else "")
-        for path, number, function in frames)
+        for path, number, function in frames[first:])
+    # The recipe's own line, found as `make test` finds it in a traceback.
+    line, raised = failure_line(trace_text, source, Path.cwd())
+    inside = any(_same(path, source) for path, _, _ in frames)
+    message = outcome + (f" while at {linecache.getline(str(source), line).strip()}" if inside else "")
+    print(f"{shown(source)}:{line}: recipe: {message}{raised}", file=sys.stderr, flush=True)
     error = f"Traceback (most recent call last), from faulthandler in process {pid}:\n{trace_text}{message}"
     recipes.write_run(gallery_conf, fname, seconds=elapsed, pid=pid, status="failed", error=error,
                       budget_seconds=seconds, budget_gb=gb, peak_gb=round(peak / 1e9, 3))
