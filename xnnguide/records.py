@@ -30,6 +30,8 @@ class RunRecord(TypedDict, total=False):
     error: str | None
     seconds: float
     budget_seconds: float
+    budget_gb: float  # memory budget, see budget_gb()
+    peak_gb: float  # peak resident memory of its process and their children, read every 0.2 s
     build_id: str | None
     pid: int
     worker: bool  # run beside others in a worker process of a parallel build
@@ -40,11 +42,24 @@ class RunRecord(TypedDict, total=False):
 #: Where, below the gallery folder, the build keeps what the recipes left.
 RECORDS = "_records"
 
-#: A recipe that runs longer than this, in seconds of wall time, fails the
-#: build, unless it declares its own budget (see :func:`budget_seconds`).
+#: A recipe that runs longer than this, in seconds of wall time, is stopped
+#: and fails the build, unless it declares its own budget (see :func:`budget_seconds`).
 DEFAULT_BUDGET_SECONDS = 300.0
 
-_BUDGET = re.compile(r"^\s*#\s*xnnguide_budget_seconds\s*=\s*([0-9]+(?:\.[0-9]*)?)\s*$", re.MULTILINE)
+#: A recipe whose process (with its own child processes) holds more resident
+#: memory than this, in GB, is stopped and fails, unless it declares its own
+#: budget (see :func:`budget_gb`). Two recipes run side by side, and with
+#: Sphinx they must fit a 24 GB machine.
+DEFAULT_BUDGET_GB = 8.0
+
+
+def _declared(name: str, source: str | os.PathLike[str], default: float) -> float:
+    """The number a recipe declares with a line ``# <name> = N``, or *default*."""
+    pattern = rf"^\s*#\s*{name}\s*=\s*([0-9]+(?:\.[0-9]*)?)\s*$"
+    found = re.findall(pattern, Path(source).read_text(encoding="utf-8"), re.MULTILINE)
+    if len(found) > 1:
+        raise ValueError(f"{source}: declares {name} {len(found)} times")
+    return float(found[0]) if found else float(default)
 
 
 def records_dir(gallery_dir: str | os.PathLike[str]) -> Path:
@@ -106,10 +121,15 @@ def budget_seconds(source: str | os.PathLike[str], default: float = DEFAULT_BUDG
         # xnnguide_budget_seconds = 60
         # sphinx_gallery_end_ignore
     """
-    found = _BUDGET.findall(Path(source).read_text(encoding="utf-8"))
-    if len(found) > 1:
-        raise ValueError(f"{source}: declares xnnguide_budget_seconds {len(found)} times")
-    return float(found[0]) if found else float(default)
+    return _declared("xnnguide_budget_seconds", source, default)
+
+
+def budget_gb(source: str | os.PathLike[str], default: float = DEFAULT_BUDGET_GB) -> float:
+    """The memory budget, in GB of resident memory, a recipe declares, or *default*.
+
+    Declared like the time budget: ``# xnnguide_budget_gb = 12``.
+    """
+    return _declared("xnnguide_budget_gb", source, default)
 
 
 def shown(source: Path) -> str:

@@ -1,5 +1,7 @@
 """The Sphinx side of the guide, one extension (``xnnguide.site`` in ``conf.py``).
 
+* :mod:`.isolation`: each recipe that runs, in a process of its own, stopped
+  at its time or memory budget; a crash fails that recipe only;
 * :mod:`.recipes`: run records of the recipes sphinx-gallery runs, the build
   cache and the order of runs, the ``fact`` role, the ``fact-table``,
   ``verified-stamp`` and ``recipe-times`` directives;
@@ -19,11 +21,12 @@ from typing import Any
 
 from sphinx.application import Sphinx
 
-from xnnguide.site import ledger, markers, navigation, recipes, summary
+from xnnguide.site import isolation, ledger, markers, navigation, recipes, summary
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
     recipes.register(app)
+    isolation.install()
     ledger.register(app)
     navigation.register(app)
     markers.register(app)

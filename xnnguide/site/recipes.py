@@ -11,8 +11,9 @@ What it adds to a build:
 * the ``verified-stamp`` directive, which says with what and when a recipe
   was last verified; every gallery page gets one automatically.
 * a cache that knows a recipe's dependencies (:func:`stale_reason`), a time
-  budget per recipe (:func:`budget_seconds`), and thread limits for recipes
-  that sphinx-gallery runs side by side in worker processes.
+  and a memory budget per recipe (:func:`budgets`, enforced while the recipe
+  runs by :mod:`.isolation`), and thread limits for recipes that
+  sphinx-gallery runs side by side in worker processes.
 * an execution order for those worker processes that starts the recipes
   declared long first (:func:`starts_early`), so that the short ones fill
   the other cores around them instead of leaving one core idle at the end.
@@ -28,7 +29,6 @@ import re
 import sys
 import time
 import uuid
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +41,9 @@ from sphinx.util.docutils import SphinxDirective, SphinxRole
 
 from xnnguide import environment, reader_code
 from xnnguide.recipe_checks import facts
-from xnnguide.records import (DEFAULT_BUDGET_SECONDS, budget_seconds, dependency_key, load_run_record, recipe_files,
-                              find_recipe, records_dir, shown, source_digest, stale_reason, write_run_record)
+from xnnguide.records import (DEFAULT_BUDGET_GB, DEFAULT_BUDGET_SECONDS, budget_gb, budget_seconds, dependency_key,
+                              find_recipe, load_run_record, recipe_files, records_dir, shown, source_digest,
+                              stale_reason, write_run_record)
 from xnnguide.regions import MARKER as REGION_MARKER
 
 logger = logging.getLogger(__name__)
@@ -54,6 +55,20 @@ _started: dict[str, float] = {}
 # lines to this build.
 _BUILD_PID = "XNNGUIDE_BUILD_PID"
 _BUILD_ID = "XNNGUIDE_BUILD_ID"
+#: "1" or "0" in the child process that runs one recipe (:mod:`.isolation`):
+#: whether the process that started it is a worker.
+IN_WORKER = "XNNGUIDE_IN_WORKER"
+# The default budgets of this build, from its configuration, for processes
+# that have no Sphinx application.
+_DEFAULT_SECONDS = "XNNGUIDE_DEFAULT_BUDGET_SECONDS"
+_DEFAULT_GB = "XNNGUIDE_DEFAULT_BUDGET_GB"
+
+
+def budgets(source: Path) -> tuple[float, float]:
+    """A recipe's time budget in seconds and memory budget in GB, declared or this build's defaults."""
+    seconds = float(os.environ.get(_DEFAULT_SECONDS, DEFAULT_BUDGET_SECONDS))
+    gb = float(os.environ.get(_DEFAULT_GB, DEFAULT_BUDGET_GB))
+    return budget_seconds(source, seconds), budget_gb(source, gb)
 
 
 def _gallery_dir(gallery_conf: dict[str, Any]) -> Path:
@@ -152,7 +167,9 @@ class RecipeOrder:
 
 
 def _in_worker() -> bool:
-    """Whether this is a worker process of a build, not the Sphinx process."""
+    """Whether this is a worker process of a build, or a recipe's process started by one."""
+    if os.environ.get(IN_WORKER) in ("0", "1"):
+        return os.environ[IN_WORKER] == "1"
     return os.environ.get(_BUILD_PID, str(os.getpid())) != str(os.getpid())
 
 
@@ -213,24 +230,39 @@ def recipe_hook(gallery_conf: dict[str, Any], fname: str | None, when: str) -> N
         _started[name] = time.perf_counter()
         return
     facts.end_recipe()
+    # sphinx-gallery decides pass or fail only after this hook returns;
+    # _finish_build fills in the verdict.
+    write_run(gallery_conf, fname, seconds=time.perf_counter() - _started.pop(name, time.perf_counter()),
+              pid=os.getpid(), status="finished", error=None,
+              **dict(zip(("budget_seconds", "budget_gb"), budgets(source))))
+
+
+def add_to_run_record(gallery_conf: dict[str, Any], fname: str, **fields: Any) -> None:
+    """Add *fields* to the run record the recipe's hook wrote, if it wrote one."""
+    gallery = _gallery_dir(gallery_conf)
+    record = load_run_record(gallery, Path(fname).stem)
+    if record is not None:
+        write_run_record(records_dir(gallery), {**record, **fields})  # type: ignore[typeddict-item]
+
+
+def write_run(gallery_conf: dict[str, Any], fname: str, seconds: float, pid: int, **fields: Any) -> None:
+    """Write the run record of a recipe that just ran (here, or in a process :mod:`.isolation` watched)."""
+    source = _recipe_source(gallery_conf, fname)
     record = {
-        "recipe": name,
+        "recipe": Path(fname).stem,
         "source": str(source),
         "source_sha256": source_digest(source),
         "dependency_key": dependency_key(source),
-        # sphinx-gallery decides pass or fail only after this hook returns;
-        # _finish_build fills in the verdict.
-        "status": "finished",
-        "error": None,
-        "seconds": round(time.perf_counter() - _started.pop(name, time.perf_counter()), 3),
+        "seconds": round(seconds, 3),
         "build_id": os.environ.get(_BUILD_ID),
-        "pid": os.getpid(),
+        "pid": pid,
         # Whether a worker process of a parallel build ran it, beside others.
         "worker": _in_worker(),
         "finished": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
         "environment": environment.describe(),
+        **fields,
     }
-    write_run_record(folder, record)
+    write_run_record(records_dir(_gallery_dir(gallery_conf)), record)
 
 
 # ---------------------------------------------------------------- roles
@@ -407,6 +439,8 @@ def _start_build(app: Sphinx) -> None:
     """
     os.environ[_BUILD_PID] = str(os.getpid())
     os.environ[_BUILD_ID] = uuid.uuid4().hex
+    os.environ[_DEFAULT_SECONDS] = str(float(app.config.xnnguide_default_budget_seconds))
+    os.environ[_DEFAULT_GB] = str(float(app.config.xnnguide_default_budget_gb))
     _build_started[:] = [time.perf_counter()]
     _execution_order.clear()
     gallery = Path(app.srcdir) / app.config.xnnguide_gallery_dir
@@ -425,46 +459,16 @@ def _start_build(app: Sphinx) -> None:
             checksum.unlink()
 
 
-def _over_budget(record: dict[str, Any], source: Path, default: float) -> str | None:
-    """Why a recipe that passed must fail on time, or ``None``."""
-    try:
-        budget = budget_seconds(source, default)
-    except ValueError as error:
-        return str(error)
-    record["budget_seconds"] = budget
-    if record.get("seconds", 0.0) <= budget:
-        return None
-    return (f"{shown(source)} ran for {record['seconds']:.1f} s, over its time budget of {budget:g} s. "
-            f"Make it faster, or raise its budget with a line "
-            f"'# xnnguide_budget_seconds = N' (default {default:g} s).")
-
-
-def _mark_junit_failure(junit: Path, stem: str, message: str) -> None:
-    """Turn a passed test case of the gallery's JUnit file into a failure."""
-    if not junit.is_file():
-        return
-    tree = ET.parse(junit)
-    suite = tree.getroot()
-    for case in suite.iter("testcase"):
-        if case.get("classname") == stem and case.find("failure") is None:
-            failure = ET.SubElement(case, "failure", message=message)
-            failure.text = message
-            suite.set("failures", str(int(suite.get("failures", "0")) + 1))
-    tree.write(junit, encoding="utf-8", xml_declaration=True)
-
-
 def _finish_build(app: Sphinx) -> None:
     """Judge the recipes that ran, and record what this build ran.
 
-    sphinx-gallery's verdict on each recipe goes into its run record. A
-    recipe that passed but ran over its time budget is turned into a failing
-    one: sphinx-gallery then fails the build at its end and names the file,
-    and the recipe runs again next time.
+    sphinx-gallery's verdict on each recipe goes into its run record; a
+    recipe stopped over a budget or crashed (:mod:`.isolation`) is one of its
+    failing examples. A failed recipe runs again in the next build.
     """
     gallery_conf = app.config.sphinx_gallery_conf
     gallery = Path(app.srcdir) / app.config.xnnguide_gallery_dir
     snippets = Path(app.confdir) / "snippets"
-    default = float(app.config.xnnguide_default_budget_seconds)
     verdicts: dict[str, tuple[str, str | None]] = {}
     for src in gallery_conf.get("passing_examples", []):
         verdicts[Path(src).stem] = ("passed", None)
@@ -476,18 +480,6 @@ def _finish_build(app: Sphinx) -> None:
             record = {"recipe": name, "source": "", "source_sha256": "", "seconds": 0.0,
                       "finished": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
                       "environment": environment.describe()}
-        source = find_recipe(snippets, name)
-        if status == "passed" and source.is_file():
-            late = _over_budget(record, source, default)
-            if late:
-                status, error = "failed", late
-                src = next(s for s in gallery_conf["passing_examples"] if Path(s).stem == name)
-                gallery_conf["passing_examples"].remove(src)
-                gallery_conf["failing_examples"][src] = late
-                (gallery / f"{source.relative_to(snippets)}.md5").unlink(missing_ok=True)
-                junit = gallery_conf.get("junit")
-                if junit:
-                    _mark_junit_failure(Path(app.outdir) / junit, name, late)
         record.update(status=status, error=error)
         write_run_record(records_dir(gallery), record)
     started = _build_started[0] if _build_started else time.perf_counter()
@@ -514,6 +506,7 @@ def register(app: Sphinx) -> None:
     """Add run records, facts, stamps and recipe times to the build (called by :func:`xnnguide.site.setup`)."""
     app.add_config_value("xnnguide_gallery_dir", "gallery", "env")
     app.add_config_value("xnnguide_default_budget_seconds", DEFAULT_BUDGET_SECONDS, "")
+    app.add_config_value("xnnguide_default_budget_gb", DEFAULT_BUDGET_GB, "")
     _install_execution_order()
     app.add_role("fact", FactRole())
     app.add_directive("fact-table", FactTableDirective)

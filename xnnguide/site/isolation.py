@@ -1,0 +1,217 @@
+"""Each recipe runs in a process of its own, within its time and memory budgets.
+
+sphinx-gallery runs a recipe in the Sphinx process or in one of its loky
+worker processes. There, a recipe that hangs holds the build until someone
+kills it, and one whose interpreter dies (a segfault in native code, an
+abort) takes the whole build down with it. :func:`generate_file_rst` wraps
+sphinx-gallery's function of that name: a recipe that has to run runs in a
+child process, started from a ``forkserver`` that has imported torch once.
+The process that asked for the run watches it:
+
+* **time**: the child stops itself at its time budget
+  (:func:`faulthandler.dump_traceback_later`); it is killed 30 s later if
+  that fails;
+* **memory**: the resident memory of the child and its own children is read
+  every 0.2 s; over the budget, the child is asked for a traceback
+  (``SIGUSR1``) and killed;
+* **crashes**: the signal that ended the child, with the traceback that
+  :mod:`faulthandler` wrote.
+
+A recipe stopped in any of these ways is an ordinary failing example for
+sphinx-gallery: its page is written without outputs, the build goes on, and
+ends failing with the recipe's file, line and reason. Its run record says
+``failed``, so the next build runs it again (:func:`xnnguide.records.stale_reason`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import linecache
+import multiprocessing
+import os
+import re
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import cloudpickle
+import psutil
+from sphinx_gallery import gen_rst
+from sphinx_gallery.utils import get_md5sum
+
+from xnnguide.records import shown
+from xnnguide.results import failure_line
+from xnnguide.site import recipes
+
+#: How long after its time budget a child that did not stop itself is killed.
+GRACE_SECONDS = 30.0
+POLL_SECONDS = 0.2
+_FRAME = re.compile(r'^\s*File "(.+)", line (\d+) in (.+)$')
+
+_original = gen_rst.generate_file_rst
+
+
+def install() -> None:
+    """Make sphinx-gallery run recipes through :func:`generate_file_rst`.
+
+    sphinx-gallery calls it by its module's global name, in the Sphinx process
+    and, pickled by reference to this module, in its worker processes.
+    """
+    gen_rst.generate_file_rst = generate_file_rst
+
+
+def generate_file_rst(fname: str, target_dir: str, src_dir: str, gallery_conf: dict[str, Any]) -> Any:
+    """sphinx-gallery's ``generate_file_rst``, with the recipe run in a watched child process."""
+    source = Path(os.path.normpath(Path(src_dir, fname)))
+    checksum = Path(target_dir, f"{fname}.md5")
+    current = checksum.is_file() and checksum.read_text() == get_md5sum(source, mode="t")
+    if (current and not gallery_conf["run_stale_examples"]) or not gen_rst.executable_script(source, gallery_conf):
+        return _original(fname, target_dir, src_dir, gallery_conf)
+    try:
+        seconds, gb = recipes.budgets(source)
+    except ValueError as error:
+        return _failed((fname, target_dir, src_dir, gallery_conf), str(error), 0.0)
+    env = dict(os.environ, **{recipes.IN_WORKER: "1" if recipes._in_worker() else "0"})
+    payload = cloudpickle.dumps(((fname, target_dir, src_dir, gallery_conf), env, sys.path, os.getcwd()))
+    with tempfile.NamedTemporaryFile("w+", prefix="xnnguide-trace-", suffix=".txt") as trace:
+        outcome, elapsed, pid, peak = _watch(payload, trace.name, seconds, gb)
+        if not isinstance(outcome, str):
+            recipes.add_to_run_record(gallery_conf, fname, peak_gb=round(peak / 1e9, 3))
+            return outcome
+        text = Path(trace.name).read_text(errors="replace")
+    frames = _recipe_thread(text, source)
+    # From the recipe's outermost frame on, as sphinx-gallery shows a traceback.
+    first = next((index for index, (path, _, _) in enumerate(frames) if _same(path, source)), 0)
+    trace_text = "".join(
+        f'  File "{path}", line {number}, in {function}\n'
+        + (f"    {linecache.getline(path, int(number)).strip()}\n" if _same(path, source) else "")
+        for path, number, function in frames[first:])
+    # The recipe's own line, found as `make test` finds it in a traceback.
+    line, raised = failure_line(trace_text, source, Path.cwd())
+    inside = any(_same(path, source) for path, _, _ in frames)
+    message = outcome + (f" while at {linecache.getline(str(source), line).strip()}" if inside else "")
+    print(f"{shown(source)}:{line}: recipe: {message}{raised}", file=sys.stderr, flush=True)
+    error = f"Traceback (most recent call last), from faulthandler in process {pid}:\n{trace_text}{message}"
+    recipes.write_run(gallery_conf, fname, seconds=elapsed, pid=pid, status="failed", error=error,
+                      budget_seconds=seconds, budget_gb=gb, peak_gb=round(peak / 1e9, 3))
+    return _failed((fname, target_dir, src_dir, gallery_conf), error, elapsed)
+
+
+def _failed(args: tuple[Any, ...], error: str, elapsed: float) -> Any:
+    """sphinx-gallery's result for a recipe that failed; its page is written without outputs."""
+    fname, target_dir, src_dir, gallery_conf = args
+    intro, title, _, out_vars = _original(fname, target_dir, src_dir, {**gallery_conf, "plot_gallery": False})
+    out_vars.pop("passing", None)
+    out_vars["formatted_exception"] = error
+    return intro, title, (elapsed, 0.0), out_vars
+
+
+def _context() -> Any:
+    if multiprocessing.get_start_method(allow_none=True) not in (None, "fork", "spawn", "forkserver"):
+        # A loky worker's own method, "loky", which a forkserver child cannot
+        # look up when it prepares itself as its parent was.
+        multiprocessing.set_start_method("forkserver", force=True)
+    context = multiprocessing.get_context("forkserver")
+    # Recipes import torch, and sphinx-gallery resets matplotlib before each:
+    # the forkserver imports both once for all of them, so that a recipe's
+    # time budget is not spent on imports.
+    context.set_forkserver_preload(["torch", "matplotlib.pyplot", __name__])
+    return context
+
+
+def _watch(payload: bytes, trace: str, seconds: float, gb: float) -> tuple[Any, float, int, int]:
+    """Run the child; its result, or why it was stopped, with its time, pid and peak memory."""
+    context = _context()
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_child, args=(payload, send, trace, seconds), name="xnnguide-recipe")
+    started = time.monotonic()
+    child.start()
+    send.close()
+    peak, result, over, killed, family = 0, None, False, False, []
+    process = psutil.Process(child.pid)
+    while True:
+        if receive.poll(POLL_SECONDS):
+            try:
+                result = receive.recv_bytes()
+            except EOFError:  # the child ended without a result
+                pass
+            break
+        rss, family = _rss(process)
+        peak = max(peak, rss)
+        if rss > gb * 1e9:
+            over = True
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child.pid, signal.SIGUSR1)  # faulthandler writes where it is
+            time.sleep(0.5)
+            peak = max(peak, _rss(process)[0])
+        elif time.monotonic() - started < seconds + GRACE_SECONDS:
+            continue
+        killed = True
+        child.kill()
+        break
+    child.join()
+    elapsed = round(time.monotonic() - started, 3)
+    if result is not None:
+        return cloudpickle.loads(result), elapsed, child.pid, peak
+    for orphan in family[1:]:  # what the stopped recipe started itself
+        with contextlib.suppress(psutil.Error):
+            orphan.kill()
+    code = child.exitcode or 0
+    if over:
+        why = f"used {peak / 1e9:.3g} GB, over its {gb:g} GB memory budget,"
+    elif killed or "Timeout (" in Path(trace).read_text(errors="replace"):
+        why = f"stopped after {seconds:g} s (its time budget)"
+    elif code < 0:
+        why = f"its process died of {signal.Signals(-code).name}"
+    else:
+        why = f"its process exited with code {code} before the recipe ended"
+    return why, elapsed, child.pid, peak
+
+
+def _rss(process: psutil.Process) -> tuple[int, list[psutil.Process]]:
+    """Resident memory, in bytes, of a process and its descendants, and those processes."""
+    total, family = 0, [process]
+    with contextlib.suppress(psutil.Error):
+        family += process.children(recursive=True)
+    for each in family:
+        with contextlib.suppress(psutil.Error):
+            total += each.memory_info().rss
+    return total, family
+
+
+def _child(payload: bytes, send: Any, trace: str, seconds: float) -> None:
+    """In the child: run sphinx-gallery's function under faulthandler, send back its result."""
+    args, env, path, cwd = cloudpickle.loads(payload)
+    os.environ.clear()
+    os.environ.update(env)
+    sys.path[:] = path
+    os.chdir(cwd)
+    out = open(trace, "w")  # noqa: SIM115 - open until the process ends
+    faulthandler.enable(out, all_threads=True)
+    faulthandler.register(signal.SIGUSR1, out, all_threads=True)
+    faulthandler.dump_traceback_later(seconds, exit=True, file=out)
+    result = _original(*args)
+    faulthandler.cancel_dump_traceback_later()
+    send.send_bytes(cloudpickle.dumps(result))
+    send.close()
+
+
+def _same(path: str, source: Path) -> bool:
+    return os.path.realpath(path) == os.path.realpath(source)
+
+
+def _recipe_thread(text: str, source: Path) -> list[tuple[str, str, str]]:
+    """Frames, oldest first, of the first thread in a faulthandler dump that is in *source*."""
+    threads: list[list[tuple[str, str, str]]] = [[]]
+    for line in text.splitlines():
+        match = _FRAME.match(line)
+        if match:
+            threads[-1].insert(0, match.groups())  # type: ignore[arg-type]
+        elif line.strip():
+            threads.append([])
+    inside = [frames for frames in threads if any(_same(path, source) for path, _, _ in frames)]
+    return inside[0] if inside else next((frames for frames in threads if frames), [])
