@@ -116,3 +116,20 @@ def test_a_model_no_recipe_lowers_matches_eager(fresh_runner, tmp_path):
     # The page's fp32 tolerance, as the recipe recorded it when there is a build.
     tolerance = facts.load(records_dir(GALLERY) / "facts" / f"{RECIPE}.json").get("fp32_tolerance", {}).get("value", 1e-4)
     torch.testing.assert_close(printed, expected, atol=tolerance, rtol=tolerance)
+
+
+def test_editing_the_runner_reruns_its_recipe_and_no_other(tmp_path):
+    # The build reruns a recipe whose dependency key changed; the runner's
+    # sources are part of this recipe's key, and of no other recipe's.
+    from xnnguide.records import dependency_key, recipe_files
+
+    recipe = SNIPPETS / "performance" / f"{RECIPE}.py"
+    copy = tmp_path / "performance"
+    shutil.copytree(RUNNER_SOURCES, copy / "cpp_runner", ignore=shutil.ignore_patterns("build"))
+    shutil.copy(recipe, copy / recipe.name)
+    others = {source: dependency_key(source) for source in recipe_files(SNIPPETS) if source.stem != RECIPE}
+    before = dependency_key(copy / recipe.name)
+    with open(copy / "cpp_runner" / "main.cpp", "a", encoding="utf-8") as main:
+        main.write("// edited\n")
+    assert dependency_key(copy / recipe.name) != before
+    assert {source: dependency_key(source) for source in others} == others

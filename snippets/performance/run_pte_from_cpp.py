@@ -150,6 +150,8 @@ facts.record("compiled_files", compiled)
 facts.record("compiler", Path(compiler).name)
 cmake_version = subprocess.run([cmake_exe, "--version"], capture_output=True, text=True).stdout.split()[2]
 facts.record("cmake_version", cmake_version)
+# A change to the runner's sources runs this recipe again:
+# xnnguide_depends_on = cpp_runner/main.cpp cpp_runner/CMakeLists.txt
 # The sources this run compiled; tests/test_cpp_runner.py compares them with the checkout.
 for source_file in ("main.cpp", "CMakeLists.txt"):
     digest = hashlib.sha256((source_dir / source_file).read_bytes()).hexdigest()
