@@ -49,7 +49,7 @@ def test_the_page_shows_this_builds_runner_output(built_site):
         for row in record[key]["rows"]:
             assert row in rows, f"the page lacks the {key} row {row}"
     shown = shown_facts(page)
-    for key in ("fp32_first_value", "fp32_eager_first_value", "configure_command", "build_command",
+    for key in ("fp32_command", "int8_command", "fp32_first_value", "fp32_eager_first_value", "configure_command", "build_command",
                 "cold_build_seconds", "missing_file_error", "cpp_ms", "python_ms", "eager_ms"):
         assert record[key]["display"] in shown, f"the page does not show {key}"
 
