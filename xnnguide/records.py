@@ -97,17 +97,33 @@ def helper_modules(source: str | os.PathLike[str]) -> list[Path]:
     return sorted(files)
 
 
+_DEPENDS_ON = re.compile(r"^\s*#\s*xnnguide_depends_on\s*=\s*(.+?)\s*$", re.MULTILINE)
+
+
+def declared_files(source: str | os.PathLike[str]) -> list[Path]:
+    """The other files a recipe declares it uses, relative to its folder::
+
+        # xnnguide_depends_on = cpp_runner/main.cpp cpp_runner/CMakeLists.txt
+    """
+    source = Path(source)
+    names = " ".join(_DEPENDS_ON.findall(source.read_text(encoding="utf-8"))).split()
+    return [source.parent / name for name in names]
+
+
 def dependency_key(source: str | os.PathLike[str]) -> str:
     """A digest of everything a recipe's result depends on.
 
     The recipe's own text, the versions of :data:`xnnguide.environment.PACKAGES`,
-    and the text of every ``xnnguide`` helper module it imports. A recipe
-    whose key changed since its last passing run is run again.
+    the text of every ``xnnguide`` helper module it imports, and of every
+    file it declares with ``# xnnguide_depends_on = ...``. A recipe whose
+    key changed since its last passing run is run again.
     """
     digest = hashlib.sha256(Path(source).read_bytes())
     digest.update(json.dumps(environment.package_versions(), sort_keys=True).encode())
     for path in helper_modules(source):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for path in declared_files(source):
+        digest.update(path.name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"missing"))
     return digest.hexdigest()
 
 

@@ -1,0 +1,135 @@
+"""The C++ runner: its page shows this build's run, and it builds and runs outside the repository.
+
+``snippets/performance/cpp_runner/`` holds the runner's ``CMakeLists.txt`` and
+``main.cpp``; ``snippets/performance/run_pte_from_cpp.py`` builds and runs it
+at site build time and records what it printed. The first tests read that
+record and the built page. The others copy the two files the page offers
+for download into an empty folder, build them there against the installed
+wheel, and run the program on a model no recipe lowers, and on a path that
+does not exist.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import GALLERY, SNIPPETS, shown_facts, table_rows
+from xnnguide.recipe_checks import facts
+from xnnguide.records import records_dir
+
+RUNNER_SOURCES = SNIPPETS / "performance" / "cpp_runner"
+RECIPE = "run_pte_from_cpp"
+
+
+def recorded() -> dict:
+    found = facts.load(records_dir(GALLERY) / "facts" / f"{RECIPE}.json")
+    assert found, f"{RECIPE} recorded no facts: run `make html` first"
+    return found
+
+
+@pytest.mark.build
+def test_the_page_shows_this_builds_runner_output(built_site):
+    record = recorded()
+    page = built_site / "guides" / "run_pte_from_cpp.html"
+    rows = table_rows(page)
+    # The transcript: the command as the header, then the runner's first lines as it printed them.
+    transcript = record["fp32_transcript"]
+    assert [transcript["header"][0]] in rows
+    for line in transcript["rows"]:
+        assert line in rows, f"the page lacks the runner's line {line!r}"
+    assert transcript["rows"][0] == [record["fp32_header"]["display"]]
+    # The comparison with eager PyTorch and the latency table, row for row.
+    for key in ("runs", "latency"):
+        for row in record[key]["rows"]:
+            assert row in rows, f"the page lacks the {key} row {row}"
+    shown = shown_facts(page)
+    for key in ("fp32_command", "int8_command", "fp32_first_value", "fp32_eager_first_value", "configure_command", "build_command",
+                "cold_build_seconds", "missing_file_error", "cpp_ms", "python_ms", "eager_ms"):
+        assert record[key]["display"] in shown, f"the page does not show {key}"
+
+
+@pytest.mark.build
+def test_the_recorded_run_is_of_the_current_sources():
+    # The recipe records digests of the runner's sources; a page built from an
+    # older main.cpp or CMakeLists.txt fails here until the recipe runs again.
+    record = recorded()
+    for name in ("main.cpp", "CMakeLists.txt"):
+        digest = hashlib.sha256((RUNNER_SOURCES / name).read_bytes()).hexdigest()
+        key = name.replace(".", "_").lower() + "_sha256"
+        assert record[key]["value"] == digest, f"{name} changed since the recipe ran: run `make html`"
+
+
+@pytest.fixture(scope="module")
+def fresh_runner(tmp_path_factory) -> Path:
+    """The runner built from a copy of the page's two files, in an empty folder outside the repository."""
+    import cmake
+    import ninja
+
+    source = tmp_path_factory.mktemp("runner_source")
+    for name in ("CMakeLists.txt", "main.cpp"):
+        shutil.copy(RUNNER_SOURCES / name, source / name)
+    build = source / "build"
+    executorch_dir = importlib.util.find_spec("executorch").submodule_search_locations[0]
+    cmake_exe = str(Path(cmake.CMAKE_BIN_DIR) / "cmake")
+    subprocess.run([cmake_exe, "-S", str(source), "-B", str(build), "-G", "Ninja",
+                    f"-DCMAKE_MAKE_PROGRAM={Path(ninja.BIN_DIR) / 'ninja'}",
+                    f"-DCMAKE_PREFIX_PATH={executorch_dir}"], check=True, capture_output=True)
+    subprocess.run([cmake_exe, "--build", str(build)], check=True, capture_output=True)
+    return build / "runner"
+
+
+def test_a_missing_model_is_one_line_and_a_nonzero_exit(fresh_runner, tmp_path):
+    result = subprocess.run([str(fresh_runner), str(tmp_path / "missing.pte")], capture_output=True, text=True)
+    assert result.returncode != 0
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith("runner: error: cannot open ") and "missing.pte" in result.stderr
+
+
+def test_a_model_no_recipe_lowers_matches_eager(fresh_runner, tmp_path):
+    import torch
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.backends.xnnpack.utils.configs import get_transform_passes
+    from executorch.exir import to_edge_transform_and_lower
+
+    torch.manual_seed(3)
+    model = torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.Tanh(), torch.nn.Linear(32, 5)).eval()
+    example = (torch.randn(2, 12),)
+    program = to_edge_transform_and_lower(torch.export.export(model, example),
+                                          transform_passes=get_transform_passes(),
+                                          partitioner=[XnnpackPartitioner()]).to_executorch()
+    (tmp_path / "mlp.pte").write_bytes(program.buffer)
+    example[0].numpy().tofile(tmp_path / "input.bin")
+    result = subprocess.run([str(fresh_runner), str(tmp_path / "mlp.pte"), "--input", str(tmp_path / "input.bin")],
+                            capture_output=True, text=True, check=True)
+    lines = result.stdout.splitlines()
+    assert lines[0] == "output 0: Float [2, 5]"
+    printed = torch.tensor([float(line) for line in lines[1:]]).reshape(2, 5)
+    with torch.no_grad():
+        expected = model(*example)
+    # The page's fp32 tolerance, as the recipe recorded it when there is a build.
+    tolerance = facts.load(records_dir(GALLERY) / "facts" / f"{RECIPE}.json").get("fp32_tolerance", {}).get("value", 1e-4)
+    torch.testing.assert_close(printed, expected, atol=tolerance, rtol=tolerance)
+
+
+def test_editing_the_runner_reruns_its_recipe_and_no_other(tmp_path):
+    # The build reruns a recipe whose dependency key changed; the runner's
+    # sources are part of this recipe's key, and of no other recipe's.
+    from xnnguide.records import dependency_key, recipe_files
+
+    recipe = SNIPPETS / "performance" / f"{RECIPE}.py"
+    copy = tmp_path / "performance"
+    shutil.copytree(RUNNER_SOURCES, copy / "cpp_runner", ignore=shutil.ignore_patterns("build"))
+    shutil.copy(recipe, copy / recipe.name)
+    others = {source: dependency_key(source) for source in recipe_files(SNIPPETS) if source.stem != RECIPE}
+    before = dependency_key(copy / recipe.name)
+    with open(copy / "cpp_runner" / "main.cpp", "a", encoding="utf-8") as main:
+        main.write("// edited\n")
+    assert dependency_key(copy / recipe.name) != before
+    assert {source: dependency_key(source) for source in others} == others
