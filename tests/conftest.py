@@ -21,7 +21,8 @@ def recipe(stem: str) -> Path:
     return found[0]
 
 
-def _soup(page: Path):
+def soup(page: Path):
+    """A built page, parsed by BeautifulSoup."""
     from bs4 import BeautifulSoup
 
     return BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
@@ -31,14 +32,19 @@ def _text(element) -> str:
     return " ".join(element.get_text(" ").split())
 
 
+def page_text(page: Path) -> str:
+    """The text of a built page, markup left out and entities decoded."""
+    return soup(page).get_text()
+
+
 def table_rows(page: Path) -> list[list[str]]:
     """The cells of every table row of a built page, as their whitespace-folded text."""
-    return [[_text(cell) for cell in row.find_all(["td", "th"])] for row in _soup(page).find_all("tr")]
+    return [[_text(cell) for cell in row.find_all(["td", "th"])] for row in soup(page).find_all("tr")]
 
 
 def shown_facts(page: Path) -> list[str]:
     """The text of every figure a page shows through the ``{fact}`` role, in order."""
-    return [_text(element) for element in _soup(page).select(".xnnguide-fact")]
+    return [_text(element) for element in soup(page).select(".xnnguide-fact")]
 
 
 @pytest.fixture(scope="session")
