@@ -84,3 +84,19 @@ def test_tab_reaches_search_navigation_and_copy_button_and_enter_copies(tab):
     assert shown.startswith("$ "), f"{COPY_PAGE}'s first code block is not console commands: {shown!r}"
     copied = click_copy_and_read(page, "div.highlight button.copybtn", keyboard=True)
     assert copied.splitlines() == [line[2:] for line in shown.splitlines() if line.startswith("$ ")], copied
+
+
+def test_every_recipe_figure_has_alternative_text_that_describes_it(built_site):
+    # sphinx-gallery takes a figure's alt text from its titles; without titles
+    # it falls back on the file name ("benchmark xnnpack speedup"), which says
+    # nothing of what the figure shows.
+    from conftest import soup
+
+    figures = []
+    for page in sorted((built_site / "gallery").rglob("*.html")):
+        for image in soup(page).select('img[src*="sphx_glr_"]:not([src*="_thumb"])'):
+            stem = image["src"].rsplit("/", 1)[-1].rsplit(".", 1)[0]
+            figures.append((page.name, image.get("alt", ""), stem[len("sphx_glr_"):-len("_001")].replace("_", " ")))
+    assert figures, "no recipe page shows a figure"
+    undescribed = [(page, alt) for page, alt, fallback in figures if alt == fallback or len(alt.split()) < 8]
+    assert not undescribed, f"figures whose alt text does not say what they show: {undescribed}"
