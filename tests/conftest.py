@@ -21,7 +21,8 @@ def recipe(stem: str) -> Path:
     return found[0]
 
 
-def _soup(page: Path):
+def soup(page: Path):
+    """A built page, parsed by BeautifulSoup."""
     from bs4 import BeautifulSoup
 
     return BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
@@ -31,14 +32,19 @@ def _text(element) -> str:
     return " ".join(element.get_text(" ").split())
 
 
+def page_text(page: Path) -> str:
+    """The text of a built page, markup left out and entities decoded."""
+    return soup(page).get_text()
+
+
 def table_rows(page: Path) -> list[list[str]]:
     """The cells of every table row of a built page, as their whitespace-folded text."""
-    return [[_text(cell) for cell in row.find_all(["td", "th"])] for row in _soup(page).find_all("tr")]
+    return [[_text(cell) for cell in row.find_all(["td", "th"])] for row in soup(page).find_all("tr")]
 
 
 def shown_facts(page: Path) -> list[str]:
     """The text of every figure a page shows through the ``{fact}`` role, in order."""
-    return [_text(element) for element in _soup(page).select(".xnnguide-fact")]
+    return [_text(element) for element in soup(page).select(".xnnguide-fact")]
 
 
 @pytest.fixture(scope="session")
@@ -47,3 +53,94 @@ def built_site() -> Path:
     if not (HTML / "index.html").is_file():
         pytest.fail(f"{HTML} has no index.html: run `make html` (or `make test`) first")
     return HTML
+
+
+# ---------------------------------------------------------------- browser fixtures
+# pytest-playwright provides `browser`, `context` and `page`; these fixtures
+# make it drive Debian's Chromium (`make browser` installs it), never a browser
+# Playwright would download, against the built site served on localhost.
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    if not CHROMIUM.is_file():
+        pytest.fail(f"Chromium is not installed ({CHROMIUM} missing): run `make browser`")
+    return {**browser_type_launch_args, "executable_path": str(CHROMIUM), "headless": True, "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture(scope="session")
+def site_url(built_site):
+    """The built site, served by ``http.server`` in a thread on a free localhost port."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(built_site)))
+    thread = threading.Thread(target=server.serve_forever, name="site-server", daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args, site_url):
+    return {**browser_context_args, "base_url": site_url, "viewport": {"width": 1280, "height": 900},
+            "permissions": ["clipboard-read", "clipboard-write"]}
+
+
+class Traffic:
+    """What one tab did since the last :meth:`goto`: requests, refusals, errors.
+
+    Every request to a host other than localhost is intercepted, recorded
+    and aborted, so no page can reach a third party during the tests.
+    """
+
+    def __init__(self, page):
+        self.page = page
+        self.requests: list[str] = []
+        self.off_site: list[str] = []
+        self.failed: list[str] = []
+        self.console_errors: list[str] = []
+        page.context.route(lambda url: self._off_site(url), self._refuse)
+        page.on("request", lambda request: self.requests.append(request.url))
+        page.on("requestfailed", lambda request: self.failed.append(f"failed ({request.failure}): {request.url}"))
+        page.on("response", lambda response: response.status >= 400
+                and self.failed.append(f"HTTP {response.status}: {response.url}"))
+        page.on("console", lambda message: message.type in ("error", "assert")
+                and self.console_errors.append(f"console.{message.type}: {message.text}"))
+        page.on("pageerror", lambda error: self.console_errors.append(f"uncaught exception: {error}"))
+
+    @staticmethod
+    def _off_site(url: str) -> bool:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        return parts.scheme not in ("data", "blob", "about") and parts.hostname not in LOCAL_HOSTS
+
+    def _refuse(self, route):
+        self.off_site.append(route.request.url)
+        route.abort("blockedbyclient")
+
+    def clear(self) -> None:
+        for log in (self.requests, self.off_site, self.failed, self.console_errors):
+            log.clear()
+
+    def goto(self, path: str) -> None:
+        """Load *path* of the site and wait until the network has been idle for 0.5 s."""
+        self.clear()
+        self.page.goto(path, wait_until="networkidle")
+
+
+@pytest.fixture
+def tab(page) -> Traffic:
+    """A Playwright page on the site whose traffic is recorded; ``tab.page`` is the page."""
+    return Traffic(page)

@@ -1,11 +1,11 @@
 """The built site, as a reader's browser sees it: Debian's Chromium, headless.
 
-The site in ``_build/html`` is served by ``python -m http.server`` on a free
-localhost port and driven over the DevTools protocol (``tests/chromium.py``).
-Checked pages: the index, every page listed in a toctree of
-``docs/index.md`` (so a page another contributor adds there is checked as
-soon as it exists), and the recipe pages in :data:`EXTRA_PAGES`. A
-screenshot of each is saved under ``_build/screenshots/`` for review.
+pytest-playwright drives ``/usr/bin/chromium`` (fixtures in ``conftest.py``;
+no browser is ever downloaded) against ``_build/html`` served on a free
+localhost port. Every HTML file the build wrote is loaded, not only the
+pages of the toctree; every request to another host than localhost is
+intercepted and refused, and fails the test. A screenshot of each page is
+saved under ``_build/screenshots/`` for review.
 
 ``make browser`` (a prerequisite of ``make test``) installs Chromium when it
 is missing; without it these tests fail, they never skip.
@@ -13,22 +13,14 @@ is missing; without it these tests fail, they never skip.
 
 from __future__ import annotations
 
-import html
 import json
 import re
-import shutil
-import socket
-import subprocess
-import sys
-import tempfile
-import time
-import urllib.request
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
-from chromium import Browser
-from conftest import BUILD, DOCS, SNIPPETS, recipe
+from conftest import BUILD, DOCS, HTML, SNIPPETS, recipe
 
 from xnnguide.reader_code import reader_source
 from xnnguide.records import recipe_files
@@ -36,16 +28,17 @@ from xnnguide.records import recipe_files
 pytestmark = pytest.mark.build
 
 SCREENSHOTS = BUILD / "screenshots"
-LOCAL_HOSTS = {"127.0.0.1"}
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
-#: Pages checked besides the index and the top-level pages of docs/index.md.
-EXTRA_PAGES = [
-    "gallery/lowering/lower_mobilenet_v2_fp32.html",
-    "gallery/troubleshooting/troubleshoot_quantize_without_calibration.html",
-]
+#: Every HTML file the build wrote, as a path relative to the site root,
+#: except the theme's template fragments it copies among the static files.
+ALL_PAGES = sorted(path.relative_to(HTML).as_posix() for path in HTML.glob("**/*.html")
+                   if path.relative_to(HTML).parts[0] != "_static")
+#: Recipe pages some tests below open by name.
+RECIPE_PAGE = "gallery/lowering/lower_mobilenet_v2_fp32.html"
 #: The page whose recipe code the copy-button test compares the clipboard with.
 COPY_PAGE, COPY_RECIPE, COPY_REGION = "tutorial/get_started.html", "lower_mobilenet_v2_fp32", "model"
+#: A page that shows sphinx-design tabs (side-by-side variants of a step).
+TABS_PAGE = "help/troubleshooting.html"
 
 
 def toctree_sections(index: Path = DOCS / "index.md") -> list[tuple[str, list[str]]]:
@@ -64,158 +57,144 @@ def top_level_pages() -> list[str]:
     return [f"{docname}.html" for _caption, docnames in toctree_sections() for docname in docnames]
 
 
-CHECKED_PAGES = ["index.html", *top_level_pages(), *EXTRA_PAGES]
-
-
 def slug(page: str) -> str:
     return page.removesuffix(".html").replace("/", "__")
 
 
-# ---------------------------------------------------------------- fixtures
+def screenshot(page, name: str, max_height: int = 8000) -> None:
+    """Save the page, up to *max_height* CSS pixels of it, as ``_build/screenshots/<name>.png``."""
+    height = min(page.evaluate("document.documentElement.scrollHeight"), max_height)
+    width = page.viewport_size["width"]
+    page.screenshot(path=SCREENSHOTS / f"{name}.png", full_page=True,
+                    clip={"x": 0, "y": 0, "width": width, "height": height})
 
 
-@pytest.fixture(scope="session")
-def site_url(built_site):
-    """``python -m http.server`` serving the built site on a free localhost port."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    log = (BUILD / "screenshots").joinpath("http-server.log")
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "wb") as log_file:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(built_site)],
-            stdout=log_file, stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            with urllib.request.urlopen(url + "index.html", timeout=2) as response:
-                assert response.status == 200
-            break
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                server.kill()
-                pytest.fail(f"http.server did not come up on port {port}; see {log}")
-            time.sleep(0.2)
-    yield url
-    server.terminate()
-    server.wait(timeout=10)
+# ---------------------------------------------------------------- every page the build wrote
 
 
-@pytest.fixture(scope="session")
-def browser(site_url):
-    if not Path(CHROMIUM).is_file():
-        pytest.fail(f"Chromium is not installed ({CHROMIUM} missing): run `make browser`")
-    with tempfile.TemporaryDirectory(prefix="xnnguide-chromium-") as profile:
-        chromium = Browser(CHROMIUM, Path(profile), SCREENSHOTS / "chromium.log")
-        try:
-            chromium.grant_clipboard(site_url.rstrip("/"))
-            yield chromium
-        finally:
-            chromium.close()
+def test_every_page_of_the_toctree_and_the_gallery_is_among_the_checked_pages(built_site):
+    # The list is read from disk; a page the toctree names but the build did
+    # not write, or a gallery that was not generated, must not go unnoticed.
+    expected = {"index.html", "search.html", "genindex.html", "gallery/index.html", RECIPE_PAGE,
+                *top_level_pages(), *(f"gallery/{path.parent.name}/{path.stem}.html" for path in recipe_files(SNIPPETS))}
+    missing = sorted(expected - set(ALL_PAGES))
+    assert not missing, f"pages the build should have written but did not: {missing}"
 
 
-@pytest.fixture(scope="session")
-def page(browser):
-    return browser.new_page()
+def test_the_request_guard_refuses_and_reports_an_off_site_request(tab):
+    # The guard every page test relies on, tried on a request it must catch.
+    tab.goto("index.html")
+    with tab.page.expect_event("requestfailed"):
+        tab.page.evaluate("""() => { const link = document.createElement('link');
+            link.rel = 'stylesheet'; link.href = 'https://cdn.jsdelivr.net/npm/bootstrap/dist/css/bootstrap.min.css';
+            document.head.append(link); }""")
+    assert tab.off_site == ["https://cdn.jsdelivr.net/npm/bootstrap/dist/css/bootstrap.min.css"], tab.off_site
 
 
-# ---------------------------------------------------------------- every checked page
-
-
-def test_the_checked_pages_exist(built_site):
-    # A toctree entry whose page was not built would make every check below vacuous.
-    missing = [page for page in CHECKED_PAGES if not (built_site / page).is_file()]
-    assert not missing, f"pages listed for the browser test were not built: {missing}"
-
-
-@pytest.mark.parametrize("page_path", CHECKED_PAGES)
-def test_page_loads_with_only_local_assets_and_no_errors(page, site_url, page_path):
-    page.goto(site_url + page_path)
-    page.screenshot(SCREENSHOTS / f"{slug(page_path)}.png")
-    assert page.evaluate("document.title"), f"{page_path} has no title"
-    assert page.evaluate("document.querySelector('main h1') !== null"), f"{page_path} has no heading"
-    failed = page.failed_requests(LOCAL_HOSTS)
-    assert not failed, f"{page_path}: " + "; ".join(failed)
-    assert not page.console_errors, f"{page_path}: " + "; ".join(page.console_errors)
+@pytest.mark.parametrize("page_path", ALL_PAGES)
+def test_page_loads_with_only_local_requests_and_no_errors(tab, page_path):
+    tab.goto(page_path)
+    page = tab.page
+    screenshot(page, slug(page_path))
+    assert page.title(), f"{page_path} has no title"
+    assert page.locator("main h1").count() >= 1, f"{page_path} has no heading"
+    assert not tab.off_site, f"{page_path} asked another host than localhost for: {tab.off_site}"
+    assert not tab.failed, f"{page_path}: " + "; ".join(tab.failed)
+    assert not tab.console_errors, f"{page_path}: " + "; ".join(tab.console_errors)
     broken_images = page.evaluate(
         "[...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)")
     assert not broken_images, f"{page_path}: images that did not render: {broken_images}"
-    assert len(page.requests) > 5, f"{page_path}: suspiciously few requests recorded: {len(page.requests)}"
+    assert len(tab.requests) > 5, f"{page_path}: suspiciously few requests recorded: {tab.requests}"
 
 
-@pytest.mark.parametrize("page_path", CHECKED_PAGES)
-def test_code_blocks_are_highlighted_and_have_copy_buttons(page, site_url, page_path):
-    page.goto(site_url + page_path)
-    blocks = page.evaluate("""[...document.querySelectorAll('div.highlight pre')].map(pre => ({
+CODE_BLOCKS = """() => [...document.querySelectorAll('div.highlight pre')].map(pre => {
+    const keyword = pre.querySelector('.k, .kn');
+    return {
         output: pre.closest('.sphx-glr-script-out') !== null,
         button: pre.parentElement.querySelector(':scope > button.copybtn') !== null,
         language: ((pre.closest('[class*="highlight-"]')?.className.match(/highlight-(\\w+)/) || [])[1] || '').toLowerCase(),
         tokens: pre.querySelectorAll('span[class]').length,
-    }))""")
+        colours: keyword ? [getComputedStyle(pre).color, getComputedStyle(keyword).color] : null,
+    };
+})"""
+
+
+@pytest.mark.parametrize("page_path", ALL_PAGES)
+def test_code_blocks_are_highlighted_and_have_copy_buttons(tab, page_path):
+    tab.goto(page_path)
+    blocks = tab.page.evaluate(CODE_BLOCKS)
     code = [block for block in blocks if not block["output"]]
-    if not code:
-        return  # a page without code (the index, say) has nothing to check here
     without_button = [block for block in code if not block["button"]]
     assert not without_button, f"{page_path}: {len(without_button)} of {len(code)} code blocks lack a copy button"
     assert not any(block["button"] for block in blocks if block["output"]), \
         f"{page_path}: a recipe's output block has a copy button"
     python = [block for block in code if block["language"] in ("python", "python3", "default")]
-    if python:
-        assert all(block["tokens"] > 0 for block in python), f"{page_path}: a Python block has no highlighted tokens"
-        # Highlighted means styled: a keyword is drawn in another colour than plain text.
-        colours = page.evaluate("""(() => {
-            const pre = document.querySelector('div[class*="highlight-python" i] pre, div[class*="highlight-default"] pre');
-            const keyword = pre.querySelector('.k, .kn');
-            return keyword ? [getComputedStyle(pre).color, getComputedStyle(keyword).color] : null;
-        })()""")
-        assert colours and colours[0] != colours[1], f"{page_path}: keywords are not coloured: {colours}"
+    assert all(block["tokens"] > 0 for block in python), f"{page_path}: a Python block has no highlighted tokens"
+    # Highlighted means styled: a keyword is drawn in another colour than plain text.
+    plain = [block["colours"] for block in python if block["colours"] and block["colours"][0] == block["colours"][1]]
+    assert not plain, f"{page_path}: keywords are not coloured: {plain}"
+
+
+@pytest.mark.parametrize("page_path", [COPY_PAGE, RECIPE_PAGE, "contributing/index.html"])
+def test_pages_with_code_show_it(tab, page_path):
+    # The check above holds for a page without code too; these pages have
+    # code, highlighted Python among it, so it is not vacuous there.
+    tab.goto(page_path)
+    blocks = [block for block in tab.page.evaluate(CODE_BLOCKS) if not block["output"]]
+    assert blocks, f"{page_path} shows no code block"
+    if page_path != "contributing/index.html":
+        assert any(block["colours"] for block in blocks), f"{page_path} has no Python keyword to colour"
 
 
 # ---------------------------------------------------------------- copy buttons
 
 
-def click_copy_and_read(page, button_selector: str) -> str:
-    """Click a copy button; return the clipboard once the button reports success."""
-    page.evaluate("navigator.clipboard.writeText('')", user_gesture=True)
+def click_copy_and_read(page, button_selector: str, *, keyboard: bool = False) -> str:
+    """Click (or focus and press Enter on) a copy button; return the clipboard once it reports success."""
+    page.evaluate("navigator.clipboard.writeText('')")
     # The button shows its success state for 1.5 s only; record it when it
     # happens instead of hoping to poll at the right moment.
-    page.evaluate(f"""(() => {{
-        const button = document.querySelector({json.dumps(button_selector)});
+    page.evaluate("""selector => {
+        const button = document.querySelector(selector);
         window.__copyStates = [];
         new MutationObserver(() => window.__copyStates.push(
             [button.classList.contains('success'), button.getAttribute('data-tooltip')]
-        )).observe(button, {{attributes: true}});
-    }})()""")
-    page.click(button_selector)
-    states = page.wait_for_js("window.__copyStates.some(([success]) => success) && window.__copyStates")
-    assert [True, "Copied!"] in states, f"the copy button did not report success: {states}"
-    return page.evaluate("navigator.clipboard.readText()", user_gesture=True)
+        )).observe(button, {attributes: true});
+    }""", button_selector)
+    if keyboard:
+        page.keyboard.press("Enter")
+    else:
+        page.click(button_selector)
+    states = page.wait_for_function("window.__copyStates.some(([success]) => success) && window.__copyStates")
+    assert [True, "Copied!"] in states.json_value(), f"the copy button did not report success: {states.json_value()}"
+    return page.evaluate("navigator.clipboard.readText()")
 
 
-def test_copy_button_copies_exactly_the_recipe_code(page, site_url):
-    page.goto(site_url + COPY_PAGE)
-    copied = click_copy_and_read(page, 'div[class*="highlight-python"] button.copybtn')
-    source = recipe(COPY_RECIPE).read_text(encoding="utf-8")
-    region = source.split(f"# [start {COPY_REGION}]\n")[1].split(f"# [end {COPY_REGION}]")[0]
-    assert copied == region.rstrip("\n"), f"clipboard:\n{copied}\n---\nrecipe region:\n{region}"
+def recipe_region(stem: str, region: str) -> str:
+    source = recipe(stem).read_text(encoding="utf-8")
+    return source.split(f"# [start {region}]\n")[1].split(f"# [end {region}]")[0].rstrip("\n")
+
+
+def test_copy_button_copies_exactly_the_recipe_code(tab):
+    tab.goto(COPY_PAGE)
+    copied = click_copy_and_read(tab.page, 'div[class*="highlight-python"] button.copybtn')
+    region = recipe_region(COPY_RECIPE, COPY_REGION)
+    assert copied == region, f"clipboard:\n{copied}\n---\nrecipe region:\n{region}"
 
 
 @pytest.mark.parametrize("language, prompt", [("console", "$ "), ("pycon", ">>> ")])
-def test_copy_button_leaves_out_prompts(page, site_url, language, prompt):
-    page.goto(site_url + "contributing/index.html")
+def test_copy_button_leaves_out_prompts(tab, language, prompt):
+    tab.goto("contributing/index.html")
     block = f"div.highlight-{language}"
-    shown = page.evaluate(f"document.querySelector('{block} pre').innerText")
+    shown = tab.page.inner_text(f"{block} pre")
     assert shown.startswith(prompt), f"the contributing page's first {language} block has no prompt: {shown!r}"
-    copied = click_copy_and_read(page, f"{block} button.copybtn")
+    copied = click_copy_and_read(tab.page, f"{block} button.copybtn")
     assert copied.strip(), "nothing was copied"
     expected = [line[len(prompt):] for line in shown.splitlines() if line.startswith(prompt)]
     assert copied.splitlines() == expected, (copied, expected)
 
 
-def test_copy_button_leaves_out_python_prompts_and_output(page, site_url):
+def test_copy_button_leaves_out_python_prompts_and_output(tab):
     # No page shows an interactive session with typed-in output (every output
     # on the site comes from the build), so this block is made here with the
     # site's own highlighter and put on a real page, where the site's
@@ -226,118 +205,115 @@ def test_copy_button_leaves_out_python_prompts_and_output(page, site_url):
 
     session = ">>> import torch\n>>> torch.ones(2).sum()\ntensor(2.)\n>>> for i in range(2):\n...     print(i)\n0\n1\n"
     block = highlight(session, PythonConsoleLexer(), HtmlFormatter())
-    page.goto(site_url + "contributing/index.html")
-    page.evaluate(f"""(() => {{
+    tab.goto("contributing/index.html")
+    tab.page.evaluate("""block => {
         const wrapper = document.createElement('div');
         wrapper.className = 'highlight-pycon notranslate';
-        wrapper.innerHTML = {json.dumps(block)};
+        wrapper.innerHTML = block;
         const pre = wrapper.querySelector('pre');
         pre.id = 'injected-pycon';
         pre.insertAdjacentHTML('afterend',
             '<button class="copybtn o-tooltip--left" data-tooltip="Copy" data-clipboard-target="#injected-pycon">copy</button>');
         document.querySelector('main h1').after(wrapper);
-    }})()""")
-    copied = click_copy_and_read(page, "button[data-clipboard-target='#injected-pycon']")
+    }""", block)
+    copied = click_copy_and_read(tab.page, "button[data-clipboard-target='#injected-pycon']")
     lines = [line for line in copied.splitlines() if line.strip()]
     assert lines == ["import torch", "torch.ones(2).sum()", "for i in range(2):", "    print(i)"], copied
 
 
-#: A page that shows sphinx-design tabs (side-by-side variants of a step).
-TABS_PAGE = "help/troubleshooting.html"
-
-
-def test_tabs_switch_between_variants(page, site_url):
-    page.goto(site_url + TABS_PAGE)
-    visible = """[...document.querySelector('.sd-tab-set').querySelectorAll(':scope > .sd-tab-content')]
+def test_tabs_switch_between_variants(tab):
+    tab.goto(TABS_PAGE)
+    page = tab.page
+    visible = """() => [...document.querySelector('.sd-tab-set').querySelectorAll(':scope > .sd-tab-content')]
                  .map(c => getComputedStyle(c).display !== 'none')"""
-    assert page.evaluate("document.querySelectorAll('.sd-tab-set').length") >= 1, f"{TABS_PAGE} has no tabs"
+    assert page.locator(".sd-tab-set").count() >= 1, f"{TABS_PAGE} has no tabs"
     assert page.evaluate(visible)[:2] == [True, False]
     page.click(".sd-tab-set > label.sd-tab-label:nth-of-type(2)")
     assert page.evaluate(visible)[:2] == [False, True]
-    assert not page.console_errors, page.console_errors
+    assert not tab.console_errors, tab.console_errors
 
 
 # ---------------------------------------------------------------- search and navigation
 
 
-def test_search_box_finds_the_tutorial(page, site_url):
-    page.goto(site_url + "index.html")
+def test_search_box_finds_the_tutorial(tab):
+    tab.goto("index.html")
+    page = tab.page
     page.click("button.search-button-field")
-    page.wait_for_js("document.activeElement && document.activeElement.name === 'q'")
-    loads = page.loads
-    page.type_text("get_transform_passes")
-    page.press_enter()
-    page.wait_for_load(loads, "the search results page")
-    assert "search.html" in page.evaluate("location.pathname")
-    results = page.wait_for_js(
-        "(() => { const links = [...document.querySelectorAll('#search-results li a')].map(a => a.href);"
-        " return links.length ? links : null; })()", timeout=20)
-    page.screenshot(SCREENSHOTS / "search__get_transform_passes.png")
+    page.wait_for_function("document.activeElement && document.activeElement.name === 'q'")
+    page.keyboard.insert_text("get_transform_passes")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    assert page.url.split("?")[0].endswith("/search.html"), page.url
+    page.wait_for_selector("#search-results li a", timeout=20_000)
+    results = page.eval_on_selector_all("#search-results li a", "links => links.map(a => a.href)")
+    screenshot(page, "search__get_transform_passes")
     assert any(link.split("#")[0].endswith("/tutorial/get_started.html") for link in results), results
-    assert not page.console_errors, page.console_errors
+    assert not tab.console_errors, tab.console_errors
 
 
-@pytest.mark.parametrize("page_path", ["index.html", "overview.html", "gallery/lowering/lower_mobilenet_v2_fp32.html"])
-def test_navigation_links_to_every_top_level_page(page, site_url, page_path):
-    page.goto(site_url + page_path)
+@pytest.mark.parametrize("page_path", ["index.html", "overview.html", RECIPE_PAGE])
+def test_navigation_links_to_every_top_level_page(tab, site_url, page_path):
+    tab.goto(page_path)
+    page = tab.page
     expected = {site_url + path for path in top_level_pages()}
-    header = set(page.evaluate("[...document.querySelectorAll('.bd-header .bd-navbar-elements a')]"
-                               ".map(a => a.href.split('#')[0])"))
-    sidebar = set(page.evaluate("[...document.querySelectorAll('.bd-sidebar-primary .bd-links a')]"
-                                ".map(a => a.href.split('#')[0])"))
+    header = set(page.eval_on_selector_all(".bd-header .bd-navbar-elements a", "as => as.map(a => a.href.split('#')[0])"))
+    sidebar = set(page.eval_on_selector_all(".bd-sidebar-primary .bd-links a", "as => as.map(a => a.href.split('#')[0])"))
     assert not expected - header, f"{page_path}: the header lacks {sorted(expected - header)}"
     assert not expected - sidebar, f"{page_path}: the sidebar lacks {sorted(expected - sidebar)}"
-    # The header names the sections of docs/index.md, in their order.
-    shown = page.evaluate("[...document.querySelectorAll('.bd-header .xnnguide-sections > li')]"
-                          ".map(li => li.querySelector(':scope > a, :scope > button').textContent.trim())")
-    assert shown == [caption for caption, docnames in toctree_sections() if docnames], shown
-    captions = page.evaluate("[...document.querySelectorAll('.bd-sidebar-primary p.caption')]"
-                             ".map(p => p.textContent.trim())")
-    assert captions == [caption for caption, docnames in toctree_sections() if docnames], captions
+    # The header and the sidebar name the sections of docs/index.md, in their order.
+    captions = [caption for caption, docnames in toctree_sections() if docnames]
+    shown = page.eval_on_selector_all(
+        ".bd-header .xnnguide-sections > li",
+        "lis => lis.map(li => li.querySelector(':scope > a, :scope > button').textContent.trim())")
+    assert shown == captions, shown
+    sidebar_captions = page.eval_on_selector_all(".bd-sidebar-primary p.caption", "ps => ps.map(p => p.textContent.trim())")
+    assert sidebar_captions == captions, sidebar_captions
 
 
-def test_header_menu_opens_and_lists_its_pages(page, site_url):
-    # Sections with several pages are menus; open the first one and check it.
-    page.goto(site_url + "index.html")
-    menus = page.evaluate("document.querySelectorAll('.bd-header .xnnguide-sections button.dropdown-toggle').length")
-    if not menus:
-        sections = [docnames for _caption, docnames in toctree_sections() if docnames]
-        assert all(len(docnames) == 1 for docnames in sections)
-        return
-    page.click(".bd-header .xnnguide-sections button.dropdown-toggle")
-    visible = page.wait_for_js("(() => { const m = document.querySelector('.bd-header .xnnguide-sections .dropdown-menu');"
-                               " return m && getComputedStyle(m).display !== 'none' && m.querySelectorAll('a').length; })()")
-    assert visible >= 2
-    page.screenshot(SCREENSHOTS / "index__menu-open.png", max_height=900)
+def test_header_menus_open_and_list_their_pages(tab, site_url):
+    # A section with several pages is a menu in the header; each opens and
+    # lists exactly the pages of its section.
+    tab.goto("index.html")
+    page = tab.page
+    sections = [docnames for _caption, docnames in toctree_sections() if len(docnames) > 1]
+    buttons = page.locator(".bd-header .xnnguide-sections button.dropdown-toggle")
+    assert buttons.count() == len(sections), (buttons.count(), sections)
+    for number, docnames in enumerate(sections):
+        buttons.nth(number).click()
+        menu = page.locator(".bd-header .xnnguide-sections .dropdown-menu").nth(number)
+        menu.wait_for(state="visible")
+        links = menu.locator("a").evaluate_all("as => as.map(a => a.href.split('#')[0])")
+        assert links == [f"{site_url}{docname}.html" for docname in docnames], links
+        if number == 0:
+            screenshot(page, "index__menu-open", max_height=900)
+        page.keyboard.press("Escape")
 
 
 # ---------------------------------------------------------------- the gallery
 
 
-def test_recipe_page_offers_py_and_ipynb_that_download(page, site_url):
-    page_path = EXTRA_PAGES[0]
-    page.goto(site_url + page_path)
-    links = page.evaluate("[...document.querySelectorAll('.sphx-glr-download a')].map(a => a.href)")
-    recipe = Path(page_path).stem
-    py = [link for link in links if link.endswith(f"/{recipe}.py")]
-    ipynb = [link for link in links if link.endswith(f"/{recipe}.ipynb")]
+def test_recipe_page_offers_py_and_ipynb_that_download(tab):
+    tab.goto(RECIPE_PAGE)
+    page = tab.page
+    links = page.eval_on_selector_all(".sphx-glr-download a", "as => as.map(a => a.href)")
+    stem = Path(RECIPE_PAGE).stem
+    py = [link for link in links if link.endswith(f"/{stem}.py")]
+    ipynb = [link for link in links if link.endswith(f"/{stem}.ipynb")]
     assert py and ipynb, links
-    fetched = page.evaluate(f"""Promise.all({json.dumps([py[0], ipynb[0]])}.map(url =>
-        fetch(url).then(r => r.text().then(text => [r.status, text]))))""")
-    (py_status, py_text), (nb_status, nb_text) = fetched
-    assert py_status == 200 and nb_status == 200, (py_status, nb_status)
-    source = SNIPPETS / page_path.replace("gallery/", "", 1).replace(".html", ".py")
-    assert py_text == reader_source(source.read_text(encoding="utf-8"), str(source))
-    notebook = json.loads(nb_text)
+    py_response, nb_response = page.request.get(py[0]), page.request.get(ipynb[0])
+    assert py_response.status == 200 and nb_response.status == 200, (py_response.status, nb_response.status)
+    source = recipe(stem)
+    assert py_response.text() == reader_source(source.read_text(encoding="utf-8"), str(source))
+    notebook = json.loads(nb_response.text())
     assert notebook["nbformat"] == 4 and any(cell["cell_type"] == "code" for cell in notebook["cells"])
 
 
-def test_gallery_index_shows_every_recipe_with_a_thumbnail(page, site_url):
-    page.goto(site_url + "gallery/index.html")
-    thumbnails = page.evaluate("""[...document.querySelectorAll('.sphx-glr-thumbcontainer')].map(c => ({
-        href: c.querySelector('a').href, width: c.querySelector('img').naturalWidth,
-        src: c.querySelector('img').src}))""")
+def test_gallery_index_shows_every_recipe_with_a_thumbnail(tab):
+    tab.goto("gallery/index.html")
+    thumbnails = tab.page.eval_on_selector_all(".sphx-glr-thumbcontainer", """cs => cs.map(c => ({
+        href: c.querySelector('a').href, width: c.querySelector('img').naturalWidth, src: c.querySelector('img').src}))""")
     recipes = sorted(path.stem for path in recipe_files(SNIPPETS))
-    linked = sorted(Path(html.unescape(thumb["href"])).stem for thumb in thumbnails)
+    linked = sorted(Path(unquote(thumb["href"])).stem for thumb in thumbnails)
     assert linked == recipes, (linked, recipes)
     assert all(thumb["width"] > 0 for thumb in thumbnails), thumbnails

@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import html
 import re
 
 import pytest
 
-from conftest import GALLERY, SNIPPETS, recipe, shown_facts, table_rows
+from conftest import GALLERY, SNIPPETS, page_text, recipe, shown_facts, table_rows
 from xnnguide.recipe_checks import facts
 from xnnguide.records import recipe_files, records_dir
 
 
-
-
-def page_text(path):
-    return html.unescape(re.sub(r"<[^>]+>", "", path.read_text(encoding="utf-8")))
 
 
 TUTORIAL = "tutorial/get_started.html"

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import re
 import zipfile
-from html.parser import HTMLParser
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from conftest import DOCS, GALLERY, SNIPPETS
+from conftest import DOCS, GALLERY, SNIPPETS, soup
 
 from xnnguide.reader_code import reader_source
 from xnnguide.records import recipe_files
@@ -22,26 +22,20 @@ SITE_LINES = re.compile(r"xnnguide|sphinx_gallery_(?:start|end)_ignore|# \[(?:st
 pytestmark = pytest.mark.build
 
 
-class _Links(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.links: list[str] = []
-        self.ids: set[str] = set()
+@dataclass
+class Links:
+    """What a page links to (``href`` and ``src``), and the anchors it defines (``id`` and ``name``)."""
 
-    def handle_starttag(self, tag, attrs):
-        attributes = dict(attrs)
-        for name in ("href", "src"):
-            if attributes.get(name) and not (tag == "a" and name == "src"):
-                self.links.append(attributes[name])
-        for name in ("id", "name"):
-            if attributes.get(name):
-                self.ids.add(attributes[name])
+    links: list[str]
+    ids: set[str]
 
 
-def parse(path: Path) -> _Links:
-    parser = _Links()
-    parser.feed(path.read_text(encoding="utf-8"))
-    return parser
+def parse(path: Path) -> Links:
+    page = soup(path)
+    links = [element[name] for name in ("href", "src") for element in page.find_all(attrs={name: True})
+             if element[name] and not (element.name == "a" and name == "src")]
+    ids = {element[name] for name in ("id", "name") for element in page.find_all(attrs={name: True}) if element[name]}
+    return Links(links, ids)
 
 
 def test_every_internal_link_and_anchor_resolves(built_site):
@@ -113,23 +107,20 @@ def test_pipeline_diagram_is_local_and_on_the_overview(built_site):
     assert not urls, f"the diagram refers to the network: {urls}"
     for step in ("Export", "Transform passes", "Partition", ".to_executorch()", "executorch.runtime"):
         assert step in svg, f"the diagram lacks the step {step!r}"
-    overview = (built_site / "overview.html").read_text(encoding="utf-8")
-    (src,) = re.findall(r'<img[^>]+src="([^"]*lowering-pipeline[^"]*\.svg)"', overview)
-    assert (built_site / src).is_file()
+    (image,) = soup(built_site / "overview.html").select('img[src*="lowering-pipeline"][src$=".svg"]')
+    assert (built_site / image["src"]).is_file()
 
 
 def test_no_page_loads_anything_from_another_host(built_site):
     # The site works offline and tells no third party who reads it: every
     # script, style sheet, image and frame of every HTML file the build
     # writes comes from the site itself.
-    from bs4 import BeautifulSoup
-
     problems = []
     pages = sorted(built_site.rglob("*.html"))
     for page in pages:
-        soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+        parsed = soup(page)
         for tag, attribute in (("script", "src"), ("link", "href"), ("img", "src"), ("iframe", "src")):
-            for element in soup.find_all(tag):
+            for element in parsed.find_all(tag):
                 url = element.get(attribute) or ""
                 if tag == "link" and not {"stylesheet", "preload", "icon"} & set(element.get("rel") or []):
                     continue

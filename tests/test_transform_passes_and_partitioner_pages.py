@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import html
 import inspect
-import re
 
 import pytest
 
-from conftest import DOCS, GALLERY, recipe, shown_facts, table_rows
+from conftest import DOCS, GALLERY, page_text, recipe, shown_facts, soup, table_rows
 from xnnguide.recipe_checks import facts
 from xnnguide.records import records_dir
 
 pytestmark = pytest.mark.build
-
-
-def page_text(path):
-    return html.unescape(re.sub(r"<[^>]+>", "", path.read_text(encoding="utf-8")))
 
 
 def recorded(recipe):
@@ -83,18 +77,13 @@ def test_with_and_without_passes_measured_a_difference(built_site):
 def test_partitioner_page_covers_every_option_of_the_installed_partitioner(built_site):
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 
-    raw = (built_site / "reference" / "partitioner.html").read_text(encoding="utf-8")
-    headings = [page_text_of(h) for h in re.findall(r"<h2[^>]*>(.*?)</h2>", raw, re.S)]
+    headings = [heading.get_text() for heading in soup(built_site / "reference" / "partitioner.html").find_all("h2")]
     own = [name for name, p in inspect.signature(XnnpackPartitioner.__init__).parameters.items()
            if name != "self" and p.kind is not p.VAR_KEYWORD]
     recorded_options = [row[0] for row in recorded("measure_partitioner_options")["options"]["rows"]]
     assert set(own) <= set(recorded_options), (own, recorded_options)
     for option in recorded_options:
         assert any(option in heading for heading in headings), f"partitioner page has no section for {option}"
-
-
-def page_text_of(fragment):
-    return html.unescape(re.sub(r"<[^>]+>", "", fragment))
 
 
 def test_every_copy_of_read_delegation_is_the_same():
