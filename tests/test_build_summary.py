@@ -37,3 +37,35 @@ def test_a_lost_include_is_one_summary_line_and_fails_the_build(tmp_path):
     result = build(tmp_path)
     assert result.returncode == 0 and "problem(s)" not in result.stderr, result.stderr
     assert "b = 2" in re.sub(r"<[^>]+>", "", (tmp_path / "_build" / "index.html").read_text())
+
+
+RAISING = '''"""
+Tiny raising
+============
+
+A throwaway recipe whose call fails one frame down.
+"""
+
+
+def divide(a, b):
+    return a / b  # INNER
+
+
+print(divide(1, 0))  # OWN
+'''
+
+
+def test_a_raising_recipe_is_one_summary_line_at_its_own_line_and_the_innermost_frame(tmp_path):
+    from sitecopy import build as build_site, make_site
+
+    root = make_site(tmp_path)
+    (root / "snippets" / "tiny_raising.py").write_text(RAISING)
+    own, inner = (next(n for n, line in enumerate(RAISING.splitlines(), 1) if line.endswith(tag))
+                  for tag in ("# OWN", "# INNER"))
+    result = build_site(root)
+    assert result.returncode != 0, "a build with a raising recipe passed"
+    last = result.stderr.strip().splitlines()
+    assert last[-2] == "1 problem(s) in this build:", result.stderr[-3000:]
+    assert last[-1].startswith(f"snippets/tiny_raising.py:{own}: recipe: failed: ZeroDivisionError: "), last[-1]
+    assert f"(raised at snippets/tiny_raising.py:{inner} in divide)" in last[-1], last[-1]
+    assert "Sphinx" not in "\n".join(last[-5:]) and "report" not in result.stderr.lower(), result.stderr[-3000:]
