@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from conftest import SNIPPETS, _soup
+from conftest import SNIPPETS, soup
 from xnnguide.records import recipe_files
 
 MARKER = re.compile(r"^\s*# \[(?:start|end|gallery-only) [^\]]*\]\s*$", re.MULTILINE)
@@ -19,7 +19,7 @@ def marker_lines(text: str) -> list[str]:
 
 
 def downloads(page):
-    links = {a["href"] for a in _soup(page).find_all("a", href=True) if "_downloads/" in a["href"]}
+    links = {a["href"] for a in soup(page).find_all("a", href=True) if "_downloads/" in a["href"]}
     for link in sorted(links):
         path = page.parent / link
         if path.suffix == ".zip":
@@ -37,7 +37,7 @@ def test_no_recipe_page_or_download_shows_a_marker(built_site):
     leaks, pages = [], 0
     for source in recipe_files(SNIPPETS):
         page = built_site / "gallery" / source.relative_to(SNIPPETS).with_suffix(".html")
-        code = "\n".join(pre.get_text() for pre in _soup(page).select("div.highlight pre"))
+        code = "\n".join(pre.get_text() for pre in soup(page).select("div.highlight pre"))
         leaks += [f"{page.relative_to(built_site)}: {line}" for line in marker_lines(code)]
         files = list(downloads(page))
         assert {name.rsplit(".", 1)[-1] for name, _ in files} >= {"py", "ipynb"}, f"{page.name}: no downloads"
@@ -51,7 +51,7 @@ def test_no_recipe_page_or_download_shows_a_marker(built_site):
 @pytest.mark.build
 def test_the_mobilenet_page_and_downloads_are_checked(built_site):
     page = built_site / "gallery" / "lowering" / "lower_mobilenet_v2_fp32.html"
-    code = "\n".join(pre.get_text() for pre in _soup(page).select("div.highlight pre"))
+    code = "\n".join(pre.get_text() for pre in soup(page).select("div.highlight pre"))
     assert "to_edge_transform_and_lower(" in code and not marker_lines(code)
     files = dict(downloads(page))
     assert len(files) >= 4 and not [name for name, text in files.items() if marker_lines(text)]
