@@ -368,7 +368,7 @@ right.legend(fontsize=7)
 # The title says what the chart shows; it is also the image's alternative text.
 figure.suptitle("Speed-up over eager PyTorch, one thread: " + "; ".join(
     f"{name} XNNPACK fp32 {speedup(name, 'XNNPACK fp32', 1):.2g}x, int8 {speedup(name, 'XNNPACK int8', 1):.2g}x, "
-    f"portable {speedup(name, 'portable', 1):.2g}x" for name in names) + f". Measured on {cpu} ({cores} logical cores).",
+    f"portable {speedup(name, 'portable', 1):.2g}x" for name in names) + f"; measured on {cpu} ({cores} logical cores)",
     fontsize=9, wrap=True)
 plt.show()
 
