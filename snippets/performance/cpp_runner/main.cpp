@@ -260,7 +260,6 @@ int main(int argc, char** argv) {
   if (options.weight_cache >= 0 || options.workspace_sharing >= 0) {
     set_xnnpack_options(options);
   }
-  print_xnnpack_options();
   // [end cpp-set-options]
 
   // [start cpp-load]
@@ -281,6 +280,7 @@ int main(int argc, char** argv) {
   if (!meta.ok()) {
     fail(options.model + " has no method 'forward'");
   }
+  print_xnnpack_options();
   // [end cpp-load]
 
   // [start cpp-copies]
