@@ -359,6 +359,12 @@ workspace_saved = (option_runs["--workspace-sharing 0"]["resident after running 
 per_program_saved = (option_runs["--workspace-sharing 0"]["resident after running MiB"]
                      - option_runs["--workspace-sharing 1"]["resident after running MiB"])
 assert weights_saved > 5, f"the weight cache saved {weights_saved:.1f} MiB only"
+# The option keys, as strings in the backend's library: the two measured here and two more.
+backend_library = (executorch_dir / "lib" / "libexecutorch_backend_xnnpack.so").read_bytes()
+option_keys = [key for key in ("weight_cache_enabled", "workspace_sharing_mode", "packed_cache_path",
+                               "save_weight_cache_on_disk") if b"\0" + key.encode() + b"\0" in backend_library]
+assert option_keys[:2] == ["weight_cache_enabled", "workspace_sharing_mode"], option_keys
+facts.record("xnnpack_option_keys", ", ".join(option_keys))
 assert workspace_saved > 1, f"global workspace sharing saved {workspace_saved:.1f} MiB only"
 facts.record("default_options", ", ".join(defaults["options"]))
 facts.record("weights_saved_mib", weights_saved, f"{weights_saved:.1f} MiB")
