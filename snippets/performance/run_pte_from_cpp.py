@@ -317,9 +317,9 @@ facts.record("missing_file_status", missing.returncode)
 # [start cpp_options]
 settings = {
     "defaults": [],
-    "--weight-cache on": ["--weight-cache", "on"],
-    "--workspace-sharing 0": ["--workspace-sharing", "0"],
-    "--workspace-sharing 1": ["--workspace-sharing", "1"],
+    "weight cache on": ["--weight-cache", "on"],
+    "workspace sharing 0": ["--workspace-sharing", "0"],
+    "workspace sharing 1": ["--workspace-sharing", "1"],
 }
 
 
@@ -346,18 +346,18 @@ for name, run in option_runs.items():
 # [end cpp_options]
 
 # sphinx_gallery_start_ignore
-defaults, cached = option_runs["defaults"], option_runs["--weight-cache on"]
+defaults, cached = option_runs["defaults"], option_runs["weight cache on"]
 # What the backend reports it was set to: each flag reached it.
 assert defaults["options"] == ["weight_cache_enabled: 0", "workspace_sharing_mode: 2"], defaults["options"]
 assert cached["options"][0] == "weight_cache_enabled: 1"
-assert option_runs["--workspace-sharing 0"]["options"][1] == "workspace_sharing_mode: 0"
-assert option_runs["--workspace-sharing 1"]["options"][1] == "workspace_sharing_mode: 1"
+assert option_runs["workspace sharing 0"]["options"][1] == "workspace_sharing_mode: 0"
+assert option_runs["workspace sharing 1"]["options"][1] == "workspace_sharing_mode: 1"
 # Memory is what the options change, and memory does not depend on the machine's load.
 weights_saved = defaults["resident after loading MiB"] - cached["resident after loading MiB"]
-workspace_saved = (option_runs["--workspace-sharing 0"]["resident after running MiB"]
+workspace_saved = (option_runs["workspace sharing 0"]["resident after running MiB"]
                    - defaults["resident after running MiB"])
-per_program_saved = (option_runs["--workspace-sharing 0"]["resident after running MiB"]
-                     - option_runs["--workspace-sharing 1"]["resident after running MiB"])
+per_program_saved = (option_runs["workspace sharing 0"]["resident after running MiB"]
+                     - option_runs["workspace sharing 1"]["resident after running MiB"])
 assert weights_saved > 5, f"the weight cache saved {weights_saved:.1f} MiB only"
 # The option keys, as strings in the backend's library: the two measured here and two more.
 backend_library = (executorch_dir / "lib" / "libexecutorch_backend_xnnpack.so").read_bytes()
