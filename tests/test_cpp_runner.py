@@ -43,14 +43,15 @@ def test_the_page_shows_this_builds_runner_output(built_site):
     assert [transcript["header"][0]] in rows
     for line in transcript["rows"]:
         assert line in rows, f"the page lacks the runner's line {line!r}"
-    assert transcript["rows"][0] == [record["fp32_header"]["display"]]
-    # The comparison with eager PyTorch and the latency table, row for row.
-    for key in ("runs", "latency"):
+    assert [record["fp32_header"]["display"]] in transcript["rows"]
+    # The comparisons, the latencies, the backend options, the profile and the kernels, row for row.
+    for key in ("runs", "latency", "backend_options", "etdump_profile", "outside_kernels", "build_log"):
         for row in record[key]["rows"]:
             assert row in rows, f"the page lacks the {key} row {row}"
     shown = shown_facts(page)
     for key in ("fp32_command", "int8_command", "fp32_first_value", "fp32_eager_first_value", "configure_command", "build_command",
-                "cold_build_seconds", "missing_file_error", "cpp_ms", "python_ms", "eager_ms"):
+                "cold_build_seconds", "missing_file_error", "cpp_ms", "python_ms", "eager_ms", "default_options",
+                "weights_saved_mib", "workspace_saved_mib", "missing_backend_message", "optimized_kernels"):
         assert record[key]["display"] in shown, f"the page does not show {key}"
 
 
@@ -84,6 +85,28 @@ def fresh_runner(tmp_path_factory) -> Path:
     return build / "runner"
 
 
+@pytest.fixture(scope="module")
+def mlp_pte(tmp_path_factory) -> tuple[Path, Path, object]:
+    """A small MLP lowered to XNNPACK, no recipe's model: its .pte, an input file and the eager output."""
+    import torch
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.backends.xnnpack.utils.configs import get_transform_passes
+    from executorch.exir import to_edge_transform_and_lower
+
+    folder = tmp_path_factory.mktemp("mlp")
+    torch.manual_seed(3)
+    model = torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.Tanh(), torch.nn.Linear(32, 5)).eval()
+    example = (torch.randn(2, 12),)
+    program = to_edge_transform_and_lower(torch.export.export(model, example),
+                                          transform_passes=get_transform_passes(),
+                                          partitioner=[XnnpackPartitioner()]).to_executorch()
+    (folder / "mlp.pte").write_bytes(program.buffer)
+    example[0].numpy().tofile(folder / "input.bin")
+    with torch.no_grad():
+        expected = model(*example)
+    return folder / "mlp.pte", folder / "input.bin", expected
+
+
 def test_a_missing_model_is_one_line_and_a_nonzero_exit(fresh_runner, tmp_path):
     result = subprocess.run([str(fresh_runner), str(tmp_path / "missing.pte")], capture_output=True, text=True)
     assert result.returncode != 0
@@ -92,30 +115,41 @@ def test_a_missing_model_is_one_line_and_a_nonzero_exit(fresh_runner, tmp_path):
     assert result.stderr.startswith("runner: error: cannot open ") and "missing.pte" in result.stderr
 
 
-def test_a_model_no_recipe_lowers_matches_eager(fresh_runner, tmp_path):
+def test_a_model_no_recipe_lowers_matches_eager(fresh_runner, mlp_pte):
     import torch
-    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-    from executorch.backends.xnnpack.utils.configs import get_transform_passes
-    from executorch.exir import to_edge_transform_and_lower
 
-    torch.manual_seed(3)
-    model = torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.Tanh(), torch.nn.Linear(32, 5)).eval()
-    example = (torch.randn(2, 12),)
-    program = to_edge_transform_and_lower(torch.export.export(model, example),
-                                          transform_passes=get_transform_passes(),
-                                          partitioner=[XnnpackPartitioner()]).to_executorch()
-    (tmp_path / "mlp.pte").write_bytes(program.buffer)
-    example[0].numpy().tofile(tmp_path / "input.bin")
-    result = subprocess.run([str(fresh_runner), str(tmp_path / "mlp.pte"), "--input", str(tmp_path / "input.bin")],
+    pte, input_file, expected = mlp_pte
+    result = subprocess.run([str(fresh_runner), str(pte), "--input", str(input_file)],
                             capture_output=True, text=True, check=True)
     lines = result.stdout.splitlines()
-    assert lines[0] == "output 0: Float [2, 5]"
-    printed = torch.tensor([float(line) for line in lines[1:]]).reshape(2, 5)
-    with torch.no_grad():
-        expected = model(*example)
+    start = lines.index("output 0: Float [2, 5]")
+    printed = torch.tensor([float(line) for line in lines[start + 1:start + 11]]).reshape(2, 5)
     # The page's fp32 tolerance, as the recipe recorded it when there is a build.
     tolerance = facts.load(records_dir(GALLERY) / "facts" / f"{RECIPE}.json").get("fp32_tolerance", {}).get("value", 1e-4)
     torch.testing.assert_close(printed, expected, atol=tolerance, rtol=tolerance)
+
+
+def test_backend_options_reach_the_backend_and_bad_values_are_refused(fresh_runner, mlp_pte):
+    pte, _, _ = mlp_pte
+    result = subprocess.run([str(fresh_runner), str(pte), "--copies", "2", "--weight-cache", "on",
+                             "--workspace-sharing", "1"], capture_output=True, text=True, check=True)
+    lines = result.stdout.splitlines()
+    assert "xnnpack weight_cache_enabled: 1" in lines and "xnnpack workspace_sharing_mode: 1" in lines
+    assert [line.split(":")[0] for line in lines if line.startswith("load ")] == ["load 0", "load 1"]
+    bad = subprocess.run([str(fresh_runner), str(pte), "--workspace-sharing", "3"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stdout == "" and len(bad.stderr.splitlines()) == 1, bad
+
+
+def test_without_the_backend_the_runtime_names_it(fresh_runner, mlp_pte):
+    pte, _, _ = mlp_pte
+    result = subprocess.run([str(fresh_runner.parent / "runner_without_xnnpack"), str(pte)],
+                            capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "Backend XnnpackBackend is not registered." in result.stderr, result.stderr
+    # The message the page quotes is this one.
+    quoted = facts.load(records_dir(GALLERY) / "facts" / f"{RECIPE}.json").get("missing_backend_message")
+    if quoted is not None:
+        assert quoted["value"] in result.stderr
 
 
 def test_editing_the_runner_reruns_its_recipe_and_no_other(tmp_path):

@@ -6,7 +6,7 @@ Add a transform pass of your own
 to XNNPACK's own passes, so a pass of yours runs on the Edge graph right
 before the partitioner looks at it. This recipe writes one: XNNPACK's
 ``pow`` only takes the exponent 2, so a cube, ``x ** 3``, stays on the
-portable kernels and splits the model; the pass rewrites it as two
+CPU kernels and splits the model; the pass rewrites it as two
 multiplications, which XNNPACK does take.
 """
 
@@ -80,7 +80,7 @@ exported_program = torch.export.export(model, example_inputs)
 # into XNNPACK, and its first argument names the lowered module, which keeps
 # the graph XNNPACK was given. Any other operator node, apart from the
 # ``getitem`` nodes that unpack a delegate's outputs, is left to the
-# portable kernels.
+# CPU kernels.
 
 # [gallery-only read_delegation]
 # [start read_delegation]

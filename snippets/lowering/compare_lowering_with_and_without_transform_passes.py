@@ -6,7 +6,7 @@ Lower with and without the XNNPACK transform passes
 argument, and XNNPACK's examples pass ``get_transform_passes()`` to it. This
 recipe asks the installed executorch what that list holds, then lowers the
 same model twice, with and without it, and compares what XNNPACK took, how
-often the program calls into XNNPACK, what is left on the portable kernels,
+often the program calls into XNNPACK, what is left on the CPU kernels,
 and whether both ``.pte`` files compute the same thing. The
 :doc:`explanation page </explanation/why_transform_passes>` discusses the
 results.
@@ -125,7 +125,7 @@ with_passes = to_edge_transform_and_lower(
 # Each ``executorch_call_delegate`` node is one call into XNNPACK at run
 # time, and its first argument names the lowered module, which keeps the
 # Edge graph it was built from. Every other operator node runs on
-# ExecuTorch's portable kernels, except ``getitem``, which only unpacks a
+# ExecuTorch's CPU kernels, except ``getitem``, which only unpacks a
 # delegate's outputs. ``read_delegation`` counts the three.
 
 # [start read_delegation]

@@ -74,7 +74,7 @@ with open("mobilenet_v2_xnnpack_fp32.pte", "wb") as file:
 # What XNNPACK took
 # -----------------
 # ``get_delegation_info`` counts the nodes of the lowered graph that now sit
-# inside an XNNPACK delegate and those left to ExecuTorch's portable kernels.
+# inside an XNNPACK delegate and those left to ExecuTorch's CPU kernels.
 
 # [start summary]
 import os

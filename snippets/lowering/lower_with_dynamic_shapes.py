@@ -55,7 +55,7 @@ print(exported_program.range_constraints)
 # After lowering, each ``executorch_call_delegate`` node of the graph is one
 # call into XNNPACK; its first argument names the lowered module, which keeps
 # the graph XNNPACK was given. The other operator nodes, except the
-# ``getitem`` nodes that unpack a delegate's outputs, stay on the portable
+# ``getitem`` nodes that unpack a delegate's outputs, stay on ExecuTorch's CPU
 # kernels.
 
 # [gallery-only read_delegation]
@@ -98,7 +98,7 @@ def describe(counts: Counter) -> str:
 # The convolutions, activations, mean and linear layer handle dynamic sizes
 # in XNNPACK. ``flatten`` becomes a ``view_copy`` whose target shape is
 # symbolic (it contains the batch size), which XNNPACK's reshape config
-# refuses, so it runs on the portable kernels between two delegates.
+# refuses, so it runs on the CPU kernels between two delegates.
 
 # [start dynamic_lower]
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner

@@ -90,7 +90,7 @@ logging.getLogger("executorch.backends.xnnpack.partition.xnnpack_partitioner").a
 # lowered module, which keeps the graph XNNPACK was given: that is where the
 # operators *inside* a delegate are read from. The remaining operator nodes,
 # apart from ``getitem`` (which unpacks a delegate's outputs), run on the
-# portable kernels.
+# CPU kernels.
 
 # [gallery-only read_delegation]
 # [start read_delegation]
@@ -172,7 +172,7 @@ print("inside, legacy: ", describe(legacy["inside"]))
 # %%
 # For ``PoolingClassifier`` the legacy flow leaves the decomposed max pooling
 # (``max_pool2d_with_indices``) and pieces of hard-swish outside XNNPACK;
-# the outputs still agree, but more of the program runs on portable kernels.
+# the outputs still agree, but more of the program runs on ExecuTorch's CPU kernels.
 
 current, legacy = results["PoolingClassifier", "to_edge_transform_and_lower"], results["PoolingClassifier", "to_edge + to_backend"]
 assert not current["outside"] and current["calls"] == 1

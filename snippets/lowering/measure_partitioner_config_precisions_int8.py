@@ -58,7 +58,7 @@ exported_program = torch.export.export(quantized_model, example_inputs)
 # XNNPACK; its first argument names the lowered module, which keeps the
 # graph XNNPACK was given, so the operators inside each delegate can be
 # counted too. Other operator nodes, except the ``getitem`` nodes that
-# unpack a delegate's outputs, run on the portable kernels.
+# unpack a delegate's outputs, run on ExecuTorch's CPU kernels.
 
 # [gallery-only read_delegation]
 # [start read_delegation]
@@ -97,7 +97,7 @@ def describe(counts: Counter) -> str:
 # %%
 # Lower with each ``config_precisions``
 # -------------------------------------
-# Whatever XNNPACK does not take runs on ExecuTorch's portable kernels,
+# Whatever XNNPACK does not take runs on ExecuTorch's CPU kernels,
 # including quantize/dequantize nodes: importing
 # ``executorch.kernels.quantized`` registers those kernels, without which
 # ``to_executorch`` stops with "Missing out variants".
@@ -173,7 +173,7 @@ assert reference.abs().max().item() > 10 * tolerance, "outputs too small for the
 assert default["calls"] == 1 and not default["outside"], default
 assert static["calls"] == default["calls"] and static["outside"] == default["outside"], static
 # FP32 only: the quantize/dequantize nodes (and the conv, whose weight is a
-# dequantize node, not a parameter) stay out; int8 work moves to portable kernels.
+# dequantize node, not a parameter) stay out; int8 work moves to ExecuTorch's CPU kernels.
 assert fp32["q/dq outside"] > 0 and fp32["calls"] > default["calls"], fp32
 assert "convolution.default" in fp32["outside"], fp32
 # DYNAMIC_QUANT only: the static conv and linear are still taken (GEMM configs
@@ -198,7 +198,7 @@ facts.record("dynamic_inside", describe(dynamic["inside"]))
 # Load the fp32-only program from memory, not from a file
 # -------------------------------------------------------
 # With ``config_precisions=FP32`` the quantized linear layer runs in XNNPACK
-# as fp32, fed a weight that a portable ``dequantize`` kernel produces at run
+# as fp32, fed a weight that a ``dequantize`` kernel outside XNNPACK produces at run
 # time. In this build, loading *that* program from a file path and running
 # it crashed the process with a segmentation fault, while the same bytes
 # loaded from memory (above) ran correctly. A crash cannot be caught in

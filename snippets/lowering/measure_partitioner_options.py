@@ -80,7 +80,7 @@ facts.record_table("subclasses", ["Class", "Precisions its configs enable"],
 # XNNPACK. Its first argument names the lowered module (which keeps the
 # graph XNNPACK was given); the other arguments are the tensors passed in on
 # every call. Operator nodes other than these and the ``getitem`` nodes that
-# unpack a delegate's outputs run on the portable kernels.
+# unpack a delegate's outputs run on ExecuTorch's CPU kernels.
 
 # [start read_delegation]
 import operator
@@ -207,7 +207,7 @@ assert per_op["delegate calls"] > default["delegate calls"] and not per_op["outs
 # which operators to keep whole: without ``LinearConfig`` and
 # ``MaxPool2dConfig``, ``linear`` is decomposed into ``permute_copy`` and
 # ``addmm``, and max pooling into ``max_pool2d_with_indices``, all left to
-# the portable kernels.
+# the CPU kernels.
 
 # [start configs_option]
 from executorch.backends.xnnpack.partition.config import ALL_PARTITIONER_CONFIGS
@@ -340,7 +340,7 @@ facts.record("conv_flag_error", conv_error)
 # ---------------------------------------
 # Configs accept fp32 and fp16 tensors. ``enable_bf16=True`` adds bfloat16,
 # so a bf16 ``linear`` is delegated instead of running, decomposed, on the
-# portable kernels. The tolerance is bf16's: about two decimal digits.
+# CPU kernels. The tolerance is bf16's: about two decimal digits.
 
 # [start enable_bf16]
 bf16_model = torch.nn.Sequential(torch.nn.Linear(16, 8)).to(torch.bfloat16).eval()

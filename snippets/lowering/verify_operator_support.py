@@ -58,7 +58,7 @@ assert sorted((target, precision_names.get(precision, precision.lower())) for ta
 # XNNPACK delegate and how many stayed outside. It names operators after
 # their graph nodes: ``"hardswish.default"`` is counted as
 # ``"aten_hardswish_default"``. The ``.pte`` runs either way (nodes left
-# outside run on ExecuTorch's portable kernels), so the comparison with
+# outside run on ExecuTorch's CPU kernels), so the comparison with
 # eager PyTorch is made for every probe.
 #
 # The tolerance is absolute plus relative to the largest output: XNNPACK

@@ -4,7 +4,7 @@ Performance: how much faster XNNPACK runs than eager PyTorch
 
 This recipe times two torchvision models, MobileNet V2 and ResNet-18, four
 ways on the machine that builds this site: in eager PyTorch, as a ``.pte``
-on ExecuTorch's portable kernels (no delegate), as a ``.pte`` delegated to
+on ExecuTorch's CPU kernels alone (no delegate), as a ``.pte`` delegated to
 XNNPACK in fp32, and as a ``.pte`` delegated to XNNPACK in int8, with one
 thread and then with two. Every figure on this page comes from the run that
 built it. The speed-up over eager PyTorch is the figure to compare across
@@ -94,8 +94,9 @@ example_inputs = (torch.randn(1, 3, 224, 224),)
 # Each model is exported once and lowered three times:
 #
 # * **portable**: ``to_edge_transform_and_lower`` without a partitioner, so
-#   every operator runs on ExecuTorch's portable kernels, plain C++ written
-#   for correctness and portability rather than speed;
+#   every operator runs on ExecuTorch's CPU kernels: portable ones, plain C++
+#   written for correctness and portability rather than speed, except for the
+#   few operators with an optimized kernel (see :doc:`/guides/run_pte_from_cpp`);
 # * **XNNPACK fp32**: the same call with ``XnnpackPartitioner`` and the
 #   XNNPACK transform passes, as in :doc:`the overview </overview>`;
 # * **XNNPACK int8**: the model is first quantized with PT2E (static int8

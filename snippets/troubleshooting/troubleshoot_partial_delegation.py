@@ -3,7 +3,7 @@ Troubleshoot: an operator XNNPACK does not take
 ===============================================
 
 Lowering never fails because XNNPACK lacks an operator: the partitioner
-leaves that node to ExecuTorch's portable kernels and delegates what is on
+leaves that node to ExecuTorch's CPU kernels and delegates what is on
 either side of it. This recipe makes that happen with ``torch.cumsum``, reads
 the delegation table, and rewrites the operator into one XNNPACK supports.
 """

@@ -137,7 +137,7 @@ assert quiet == "", quiet
 # %%
 # The program still runs
 # ----------------------
-# Rejected nodes run on ExecuTorch's portable kernels; the result matches
+# Rejected nodes run on ExecuTorch's CPU kernels; the result matches
 # eager PyTorch.
 
 from executorch.runtime import Runtime
