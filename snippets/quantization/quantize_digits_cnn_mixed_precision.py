@@ -138,7 +138,7 @@ ranking = sorted(LAYERS, key=lambda layer: sensitivity[layer], reverse=True)
 for layer in ranking:
     drop, error = sensitivity[layer]
     print(f"{layer}: {int8_layers(alone[layer])} int8 layer, "
-          f"accuracy {-100 * drop:+.2f} points, mean logit error {error:.4f}")
+          f"accuracy {-100 * drop + 0.0:+.2f} points, mean logit error {error:.4f}")
 most_sensitive = ranking[0]
 # [end mixed_sensitivity]
 
@@ -261,7 +261,7 @@ params = {name: sum(p.numel() for p in model.get_submodule(name).parameters()) f
 facts.record_table(
     "sensitivity",
     ["Rank", "Layer quantized alone", "Parameters", "Accuracy change (points)", "Mean logit error vs fp32"],
-    [[rank, layer, f"{params[layer]:,}", f"{-100 * sensitivity[layer][0]:+.2f}", f"{sensitivity[layer][1]:.4f}"]
+    [[rank, layer, f"{params[layer]:,}", f"{-100 * sensitivity[layer][0] + 0.0:+.2f}", f"{sensitivity[layer][1]:.4f}"]
      for rank, layer in enumerate(ranking, start=1)],
 )
 facts.record_table(
