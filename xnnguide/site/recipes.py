@@ -366,7 +366,9 @@ class GeneratedTableDirective(SphinxDirective):
             return []
         for source in sources:  # the page is read again when one of them changes
             self.env.note_dependency(os.path.abspath(source))
-        return [_table(header, rows, self.options.get("caption"), "xnnguide-fact-table")]
+        table = _table(header, rows, self.options.get("caption"), "xnnguide-fact-table")
+        table["support_smartquotes"] = False  # command-line flags keep their "--"
+        return [table]
 
 
 class RecipeTimesDirective(SphinxDirective):

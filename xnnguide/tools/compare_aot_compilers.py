@@ -24,16 +24,15 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+UPSTREAM = "executorch.examples.xnnpack.aot_compiler"
+
 #: Name -> command; ``-o <directory>`` is appended to each.
 COMMANDS: dict[str, list[str]] = {
-    "upstream": [sys.executable, "-m", "executorch.examples.xnnpack.aot_compiler",
+    "upstream": [sys.executable, "-m", UPSTREAM,
                  "--model_name", "linear", "--delegate", "-q"],
     "ours": [sys.executable, "-m", "xnnguide.tools.aot_compiler",
              "--model", "linear", "--quantize", "int8-static", "--calibration-samples", "1"],
 }
-
-
-UPSTREAM = "executorch.examples.xnnpack.aot_compiler"
 
 #: Each option of the example compiler (its longest flag) -> (the option of ours
 #: that does the same, or None; what differs, or why ours has none).
