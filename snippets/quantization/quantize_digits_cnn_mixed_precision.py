@@ -3,9 +3,9 @@ Keep chosen layers in fp32: mixed precision on a digits CNN
 ===========================================================
 
 Quantizing every layer is the default, not a rule. ``XNNPACKQuantizer``
-takes settings per module: ``set_module_name`` quantizes the layers it
-names, and ``set_module_type`` with ``None`` leaves every layer of a type
-in fp32. This recipe trains the small CNN of the digits accuracy recipe
+takes settings per module: ``set_module_type`` with ``None`` leaves every
+layer of a type in fp32, and a filter function picks single layers
+(``set_module_name`` cannot, for a convolution; the recipe shows why). This recipe trains the small CNN of the digits accuracy recipe
 again, measures how much each layer costs when it alone is quantized,
 and then compares whole configurations: fp32, int8 everywhere, some layers
 kept in fp32, by accuracy on held-out images and by ``.pte`` size. Every
@@ -17,9 +17,10 @@ was lowered from.
 # Data and the trained model
 # --------------------------
 # The same data, split, network and training as in the digits accuracy
-# recipe, with one change: the layers have names (``conv1``, ``fc1``...),
-# because the quantizer's per-module settings refer to layers by name. With
-# the same seed, the weights are the same as there.
+# recipe, with one change: the layers have names (``conv1``, ``fc1``...), and
+# each convolution or hidden linear layer sits in a block with its ReLU, so
+# that a name covers the pattern the quantizer fuses. The parameters are
+# created in the same order with the same seed, so the weights are the same.
 
 import torch
 from collections import OrderedDict
