@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
+from conftest import table_rows
 
 from xnnguide.tools import compare_aot_compilers as bench
 
@@ -63,3 +64,40 @@ def test_both_real_compilers_build_the_linear_model():
     times = bench.compare(bench.COMMANDS, rounds=1)
     assert set(times) == {"upstream", "ours"}
     assert all(len(values) == 1 and values[0] > 0 for values in times.values())
+
+
+# -- the option map of the AOT compiler page (flag_table) ---------------------
+
+def test_every_option_of_the_installed_example_has_a_row_and_every_row_an_option():
+    upstream, path = bench.upstream_options()
+    assert path.endswith("executorch/examples/xnnpack/aot_compiler.py")
+    longest = {max(flags, key=len) for flags, _ in upstream}
+    assert {"--model_name", "--quantize", "--output_dir"} <= longest  # the parser was really read
+    assert longest == set(bench.UPSTREAM_FLAGS), "rows and upstream options differ"
+    header, rows, sources = bench.flag_table(upstream)
+    assert [row[0] for row in rows[: len(upstream)]] == [", ".join(flags) for flags, _ in upstream]
+    # Options of ours the example lacks come from our parser, after the mapped ones.
+    ours_only = {row[2] for row in rows if row[0] == "no equivalent"}
+    assert {"--calibration-samples", "--no-transform-passes", "--atol", "--rtol", "--traceback"} <= ours_only
+    assert "-m, --model" not in ours_only
+
+
+def test_an_upstream_option_without_a_row_is_an_error():
+    upstream = [(["-m", "--model_name"], "Model name"), (["--new_flag"], "something new")]
+    with pytest.raises(ValueError, match="no row for: --new_flag; add them to UPSTREAM_FLAGS"):
+        bench.flag_table(upstream)
+
+
+def test_a_row_naming_an_option_ours_lacks_is_an_error(monkeypatch):
+    monkeypatch.setitem(bench.UPSTREAM_FLAGS, "--model_name", ("--model-name", "a typo"))
+    with pytest.raises(ValueError, match="maps --model_name to --model-name, which our compiler does not have"):
+        bench.flag_table([(["-m", "--model_name"], "Model name")])
+
+
+@pytest.mark.build
+def test_the_aot_compiler_page_shows_the_map_the_parsers_give(built_site):
+    header, rows, _ = bench.flag_table()
+    shown = table_rows(built_site / "guides" / "aot_compiler.html")
+    assert header in shown
+    for row in rows:
+        assert [" ".join(cell.split()) for cell in row] in shown, row

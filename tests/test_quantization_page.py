@@ -324,6 +324,19 @@ def test_the_page_shows_the_measured_tables(built_site):
             assert [" ".join(cell.split()) for cell in row] in rows, f"quantization page lacks the row {row} of {recipe}/{key}"
 
 
+@pytest.mark.build
+def test_the_page_shows_the_mixed_precision_tables_and_ranking(built_site):
+    page = built_site / "guides" / "quantization.html"
+    rows = table_rows(page)
+    recorded = facts.load(records_dir(GALLERY) / "facts" / "quantize_digits_cnn_mixed_precision.json")
+    for key in ("sensitivity", "configurations"):
+        for row in recorded[key]["rows"]:
+            assert [" ".join(cell.split()) for cell in row] in rows, f"quantization page lacks the row {row} of {key}"
+    # The ranking is the run's: the sensitivity table's first row names the layer the page calls the costliest.
+    assert recorded["sensitivity"]["rows"][0][1] == recorded["most_sensitive"]["display"]
+    assert f"{recorded['most_sensitive']['display']} in fp32" in [row[0] for row in recorded["configurations"]["rows"]]
+
+
 # ------------------------------------------------- the checks themselves fail
 
 

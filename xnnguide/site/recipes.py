@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import importlib
 import json
 import os
 import re
@@ -349,6 +350,27 @@ class FactTableDirective(SphinxDirective):
         return [_table(fact["header"], fact["rows"], self.options.get("caption"), "xnnguide-fact-table")]
 
 
+class GeneratedTableDirective(SphinxDirective):
+    """A table computed while the page is read: ``module:function`` returns a header, rows and the files it read."""
+
+    required_arguments = 1
+    option_spec = {"caption": directives.unchanged}
+
+    def run(self) -> list[nodes.Node]:
+        module, _, name = self.arguments[0].partition(":")
+        try:
+            header, rows, sources = getattr(importlib.import_module(module), name)()
+        except Exception as error:  # noqa: BLE001 - any failure is the page's warning, not a crash
+            logger.warning("generated-table: %s: %s", self.arguments[0], error, location=self.get_location(),
+                           type="xnnguide", subtype="generated-table")
+            return []
+        for source in sources:  # the page is read again when one of them changes
+            self.env.note_dependency(os.path.abspath(source))
+        table = _table(header, rows, self.options.get("caption"), "xnnguide-fact-table")
+        table["support_smartquotes"] = False  # command-line flags keep their "--"
+        return [table]
+
+
 class RecipeTimesDirective(SphinxDirective):
     """Every recipe's last run, slowest first: time, budget, verdict, and whether it ran alone.
 
@@ -510,6 +532,7 @@ def register(app: Sphinx) -> None:
     _install_execution_order()
     app.add_role("fact", FactRole())
     app.add_directive("fact-table", FactTableDirective)
+    app.add_directive("generated-table", GeneratedTableDirective)
     app.add_directive("verified-stamp", VerifiedStampDirective)
     app.add_directive("recipe-times", RecipeTimesDirective)
     app.connect("source-read", _gallery_page_source)
