@@ -135,7 +135,7 @@ def merge(folders: list[Path], gallery: Path, snippets: Path) -> list[str]:
                 why = f"its run {record.get('status')}"
             else:
                 why = _disagreement(dict(record), source)
-            taken[name] = where
+            taken.setdefault(name, where)
             if why:
                 problems.append(f"{where}: recipe {name}: {why}")
     if problems:
