@@ -28,7 +28,7 @@ ENV_KEY   := $(shell cat requirements.txt pyproject.toml | sha256sum | cut -c1-1
 ENV_STAMP := $(VENV)/.installed-$(ENV_KEY)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv html browser linkcheck test check check-build recipe new-recipe bench bench-aot serve clean distclean
+.PHONY: help venv html merge-shards browser linkcheck test check check-build recipe new-recipe bench bench-aot serve clean distclean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -44,8 +44,18 @@ $(ENV_STAMP):
 	$(BIN)/pip install --disable-pip-version-check --progress-bar off -r requirements.txt
 	touch $@
 
-html: venv ## build the site into _build/html, running every changed recipe
-	$(SPHINX) -n --keep-going
+# A shard build (SHARD=k/N) runs shard k's recipes only and writes no page:
+# their records and gallery outputs go to SHARD_DIR (default _build/shard-k-of-N),
+# and `make merge-shards` combines the shards' folders into docs/gallery.
+SHARD     ?=
+SHARD_DIR ?=
+SHARDS    ?=
+html: venv ## build the site into _build/html, running every changed recipe; SHARD=k/N: shard k's recipes only
+	$(SPHINX) -n --keep-going $(if $(SHARD),-D xnnguide_shard=$(SHARD)) $(if $(SHARD_DIR),-D xnnguide_shard_dir=$(SHARD_DIR))
+
+merge-shards: venv ## combine shard folders into docs/gallery, then `make html` runs no recipe: make merge-shards SHARDS="DIR..."
+	@test -n "$(SHARDS)" || { echo "usage: make merge-shards SHARDS=\"_build/shard-1-of-2 _build/shard-2-of-2\"" >&2; exit 2; }
+	$(BIN)/python -m xnnguide.shards $(SHARDS)
 
 # The browser tests drive Debian's Chromium; install it (as root, with apt)
 # when it is missing. This is the one step that uses the network, and it
@@ -79,11 +89,13 @@ test: venv browser ## everything CI checks: offline strict build, the test suite
 # tests that lower models (AOT compiler, quantization, probes, build cache)
 # run in `make test`.
 CHECK_TESTS := tests/test_gallery_order.py tests/test_reader_code.py tests/test_regions.py tests/test_facts.py tests/test_readme.py \
-  tests/test_environment.py tests/test_doccheck.py tests/test_site.py tests/test_parallel_safety.py
+  tests/test_environment.py tests/test_doccheck.py tests/test_site.py tests/test_parallel_safety.py \
+  tests/test_shards.py tests/test_workflow.py
 
 # pytest loads no plugin it finds installed (the browser and xdist plugins
 # take seconds to import and these tests use neither), and keeps no cache.
-check: venv ## fast static checks (drift rules, reader code, README copies, pins); runs no recipe, lowers no model
+check: venv ## fast static checks (drift rules, reader code, README copies, pins, CI workflows); runs no recipe, lowers no model
+	$(BIN)/actionlint $(wildcard .github/workflows/*.yml)
 	$(BIN)/python -m xnnguide.doccheck $(DOCCHECK_PATHS)
 	$(BIN)/python -m xnnguide.reader_code $(DOCCHECK_PATHS)
 	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not build" $(PYTEST_ARGS) $(CHECK_TESTS)

@@ -40,7 +40,7 @@ from sphinx.errors import ExtensionError
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
-from xnnguide import environment, reader_code
+from xnnguide import environment, reader_code, shards
 from xnnguide.recipe_checks import facts
 from xnnguide.records import (DEFAULT_BUDGET_GB, DEFAULT_BUDGET_SECONDS, budget_gb, budget_seconds, dependency_key,
                               find_recipe, load_run_record, recipe_files, records_dir, shown, source_digest,
@@ -447,6 +447,8 @@ def _gallery_page_source(app: Sphinx, docname: str, source: list[str]) -> None:
 
 
 _build_started: list[float] = []
+#: The recipes of this shard, in a build with ``-D xnnguide_shard=k/N``.
+_shard_recipes: list[Path] = []
 
 
 def _start_build(app: Sphinx) -> None:
@@ -466,13 +468,22 @@ def _start_build(app: Sphinx) -> None:
     _build_started[:] = [time.perf_counter()]
     _execution_order.clear()
     gallery = Path(app.srcdir) / app.config.xnnguide_gallery_dir
+    snippets = Path(app.confdir) / "snippets"
+    if app.config.xnnguide_shard and app.builder.name == "html":
+        # Only this shard's recipes are in the gallery (see xnnguide.shards).
+        conf = app.config.sphinx_gallery_conf
+        try:
+            conf["ignore_pattern"], _shard_recipes[:] = shards.ignore_others(
+                conf["ignore_pattern"], recipe_files(snippets), gallery, app.config.xnnguide_shard)
+        except ValueError as error:  # one line, not Sphinx's report of a crash
+            print(f"error: {error}", file=sys.stderr)
+            raise SystemExit(2) from None
     folder = records_dir(gallery)
     folder.mkdir(parents=True, exist_ok=True)
     if app.builder.name == "html":
         # Other builders (linkcheck) run after the HTML build in `make test`;
         # the log must keep describing the HTML build the tests read.
         (folder / "executions.log").write_text("", encoding="utf-8")
-    snippets = Path(app.confdir) / "snippets"
     for source in recipe_files(snippets):
         reason = stale_reason(gallery, source)
         checksum = gallery / f"{source.relative_to(snippets)}.md5"
@@ -522,6 +533,23 @@ def _finish_build(app: Sphinx) -> None:
         path.write_text(json.dumps(summary, indent=2), encoding="utf-8")
     # What readers download carries none of the site's own lines.
     reader_code.write_downloads(gallery, snippets)
+    if app.config.xnnguide_shard and app.builder.name == "html":
+        _end_shard(app, gallery, snippets, summary)
+
+
+def _end_shard(app: Sphinx, gallery: Path, snippets: Path, summary: dict[str, Any]) -> None:
+    """End a shard's build after its recipes ran: their results go to the shard folder, no page is written."""
+    from xnnguide.site.summary import problems
+
+    index, count = shards.parse(app.config.xnnguide_shard)
+    folder = Path(app.config.xnnguide_shard_dir or Path(app.outdir).parent / f"shard-{index}-of-{count}").resolve()
+    shards.export(gallery, snippets, _shard_recipes, folder, app.config.xnnguide_shard)
+    found = problems(app)
+    if found:
+        print(*found, sep="\n", file=sys.stderr)
+    print(f">> shard {index}/{count}: ran {len(summary['ran'])} of its {len(_shard_recipes)} recipe(s) in "
+          f"{summary['gallery_seconds']:.1f} s; their records and outputs are in {folder}", flush=True)
+    raise SystemExit(1 if found else 0)
 
 
 def register(app: Sphinx) -> None:
@@ -529,6 +557,9 @@ def register(app: Sphinx) -> None:
     app.add_config_value("xnnguide_gallery_dir", "gallery", "env")
     app.add_config_value("xnnguide_default_budget_seconds", DEFAULT_BUDGET_SECONDS, "")
     app.add_config_value("xnnguide_default_budget_gb", DEFAULT_BUDGET_GB, "")
+    # `make html SHARD=k/N [SHARD_DIR=...]`: run shard k of N only, into that folder (xnnguide.shards).
+    app.add_config_value("xnnguide_shard", "", "", str)
+    app.add_config_value("xnnguide_shard_dir", "", "", str)
     _install_execution_order()
     app.add_role("fact", FactRole())
     app.add_directive("fact-table", FactTableDirective)

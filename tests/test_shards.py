@@ -1,0 +1,176 @@
+"""Sharded builds: recipes split between folders, merged, and equal to one build.
+
+A small site (``sitecopy.py``, plus a recipe with a figure) is built once
+whole and once as two shards, each in a folder of its own as on two CI
+machines (``make html SHARD=k/N``). Their folders are merged into a third
+copy (``make merge-shards``), whose build must run no recipe and give the
+same pages as the whole build, apart from the stamps that name each run's
+machine, date and time. Shards built from other recipe code or against
+other package versions are refused at the merge, naming the recipe.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sitecopy import build, build_summary, executions, make_site, records, touch_text
+from xnnguide import shards
+from xnnguide.records import write_run_record
+
+GAMMA = '''"""
+Tiny gamma
+==========
+
+A third throwaway recipe, with a figure.
+"""
+
+# %%
+# Draw a line.
+
+import matplotlib.pyplot as plt
+
+plt.plot([0, 1], [0, 2])
+
+# sphinx_gallery_start_ignore
+from xnnguide.recipe_checks import facts
+
+facts.record("points", 2)
+# sphinx_gallery_end_ignore
+'''
+
+ALL = ["tiny_alpha", "tiny_beta", "tiny_gamma"]
+
+#: What differs between two runs of the same recipe: its stamp (machine, date,
+#: seconds) and sphinx-gallery's running time.
+STAMPS = (re.compile(r"Verified by running .*?</p>", re.S),
+          re.compile(r"Total running time of the script:.*?seconds\)", re.S))
+
+
+def site(folder: Path) -> Path:
+    root = make_site(folder)
+    (root / "snippets" / "tiny_gamma.py").write_text(GAMMA)
+    return root
+
+
+def built(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    assert result.returncode == 0, f"build failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result
+
+
+def build_shard(root: Path, shard: str, folder: Path) -> subprocess.CompletedProcess[str]:
+    return build(root, args=("-D", f"xnnguide_shard={shard}", "-D", f"xnnguide_shard_dir={folder}"))
+
+
+def merge(root: Path, *folders: Path) -> subprocess.CompletedProcess[str]:
+    """``make merge-shards`` in *root*."""
+    return subprocess.run([sys.executable, "-m", "xnnguide.shards", *map(str, folders)], cwd=root,
+                          env=dict(os.environ, PYTHONPATH=str(root)), capture_output=True, text=True, timeout=120)
+
+
+def pages(root: Path) -> dict[str, str]:
+    html = root / "_build" / "html"
+    found = {}
+    for page in sorted(html.rglob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        for stamp in STAMPS:
+            text = stamp.sub("<stamp>", text)
+        found[str(page.relative_to(html))] = text
+    return found
+
+
+def files(root: Path) -> list[str]:
+    html = root / "_build" / "html"
+    return sorted(str(path.relative_to(html)) for path in html.rglob("*") if path.is_file())
+
+
+@pytest.fixture(scope="module")
+def split(tmp_path_factory) -> dict[str, Path]:
+    """A whole build, and two shards built in folders of their own."""
+    base = tmp_path_factory.mktemp("shards")
+    whole = site(base / "whole")
+    built(build(whole))
+    folders = {"whole": whole}
+    for index in (1, 2):
+        root = site(base / f"machine{index}")
+        result = built(build_shard(root, f"{index}/2", base / f"shard{index}"))
+        assert f"shard {index}/2: ran" in result.stdout
+        assert not (root / "_build" / "html" / "index.html").exists(), "a shard build wrote the pages"
+        folders[f"shard{index}"] = base / f"shard{index}"
+    return folders
+
+
+@pytest.mark.build
+def test_two_shards_merged_run_no_recipe_and_give_the_pages_of_one_build(split, tmp_path):
+    manifests = [json.loads((split[f"shard{index}"] / shards.MANIFEST).read_text()) for index in (1, 2)]
+    # No durations recorded yet (cold builds): round-robin in name order.
+    assert [manifest["recipes"] for manifest in manifests] == [["tiny_alpha", "tiny_gamma"], ["tiny_beta"]]
+    assert (split["shard1"] / "images" / "sphx_glr_tiny_gamma_001.png").is_file()
+    merged = site(tmp_path)
+    result = merge(merged, split["shard1"], split["shard2"])
+    assert result.returncode == 0, result.stderr
+    built(build(merged))
+    assert dict(executions(merged)) == {}, "the build after the merge ran recipes"
+    assert build_summary(merged)["ran"] == []
+    assert sorted(build_summary(merged)["skipped"]) == ALL
+    # Every file of the site is there, figures included, and every page reads the same.
+    assert files(merged) == files(split["whole"])
+    whole, ours = pages(split["whole"]), pages(merged)
+    assert sorted(ours) == sorted(whole)
+    differ = [name for name in whole if ours[name] != whole[name]]
+    assert not differ, f"pages differ from the whole build's: {differ}"
+    assert "<stamp>" in ours["gallery/tiny_gamma.html"]
+
+
+@pytest.mark.build
+def test_a_shard_built_from_changed_recipe_code_is_refused_naming_the_recipe(split, tmp_path):
+    changed = site(tmp_path / "changed")
+    touch_text(changed / "snippets" / "tiny_beta.py", "total = 1 + 1", "total = 1 + 2")
+    built(build_shard(changed, "2/2", tmp_path / "shard2"))
+    merged = site(tmp_path / "merged")
+    result = merge(merged, split["shard1"], tmp_path / "shard2")
+    assert result.returncode != 0
+    assert "recipe tiny_beta: it was built from other recipe code than this checkout's snippets/tiny_beta.py" in (
+        result.stderr)
+    assert "tiny_alpha" not in result.stderr
+    assert not (merged / "docs" / "gallery").exists(), "a refused merge copied files"
+
+
+@pytest.mark.build
+def test_a_shard_built_against_other_package_versions_is_refused(split, tmp_path):
+    other = site(tmp_path / "other")
+    # importlib.metadata finds this torch first (the site's root leads PYTHONPATH).
+    fake = other / "torch-99.0.dist-info"
+    fake.mkdir()
+    (fake / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 99.0\n")
+    built(build_shard(other, "2/2", tmp_path / "shard2"))
+    result = merge(site(tmp_path / "merged"), split["shard1"], tmp_path / "shard2")
+    assert result.returncode != 0
+    assert "recipe tiny_beta: it was built against other package versions: torch 99.0 (here " in result.stderr
+
+
+def test_the_split_puts_the_longest_first_onto_the_least_loaded_shard(tmp_path):
+    gallery = tmp_path / "gallery"
+    seconds = {"a": 10.0, "b": 7.0, "c": 6.0, "d": 4.0, "e": 3.0}
+    for name, time in seconds.items():
+        write_run_record(gallery / "_records", {"recipe": name, "seconds": time})
+    sources = [tmp_path / "snippets" / f"{name}.py" for name in [*seconds, "new1", "new2", "new3"]]
+    split = shards.assign(sources[::-1], gallery, 2)
+    # 10 -> 1; 7 -> 2; 6 -> 2 (13); 4 -> 1 (14); 3 -> 2 (16); then unrecorded ones round-robin.
+    assert [[path.stem for path in shard] for shard in split] == [["a", "d", "new1", "new3"], ["b", "c", "e", "new2"]]
+    assert shards.assign(sources, gallery, 2) == split, "the split depends on the order recipes are found in"
+    # 10 -> 1, 7 -> 2, 6 -> 3, 4 -> 3 (10), 3 -> 2 (10); new1, new2, new3 -> 1, 2, 3.
+    assert [[path.stem for path in shard] for shard in shards.assign(sources, gallery, 3)] == [
+        ["a", "new1"], ["b", "e", "new2"], ["c", "d", "new3"]]
+
+
+@pytest.mark.parametrize("bad", ["0/2", "3/2", "1", "a/b", "1/0"])
+def test_a_shard_outside_1_to_n_is_a_one_line_error(bad):
+    with pytest.raises(ValueError, match=r"expected k/N with 1 <= k <= N"):
+        shards.parse(bad)

@@ -1,0 +1,169 @@
+"""Sharded builds: the recipes split between machines, and their results merged.
+
+``make html SHARD=k/N`` runs only shard *k*'s recipes (:func:`assign`) and
+copies their run records, facts and gallery outputs into a folder
+(:func:`export`) that CI uploads. ``make merge-shards SHARDS="DIR..."``
+(:func:`merge`) checks each shard's run records against this checkout and
+copies them into the gallery: the next ``make html`` finds every recipe
+current (:func:`xnnguide.records.stale_reason`) and runs none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+from xnnguide import environment
+from xnnguide.records import dependency_key, find_recipe, load_run_record, records_dir, shown, source_digest
+
+MANIFEST = "shard.json"
+
+
+def parse(shard: str) -> tuple[int, int]:
+    """``"k/N"`` as ``(k, N)``, with 1 <= k <= N."""
+    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", shard)
+    if not match or not 1 <= int(match[1]) <= int(match[2]):
+        raise ValueError(f"SHARD={shard!r}: expected k/N with 1 <= k <= N, e.g. SHARD=1/2")
+    return int(match[1]), int(match[2])
+
+
+def assign(sources: list[Path], gallery: Path, count: int) -> list[list[Path]]:
+    """The recipes of each of *count* shards, the same on every machine with the same records.
+
+    Recipes whose run record holds a duration go longest first onto the
+    shard with the least recorded time so far (the lowest-numbered on a
+    tie); the others then go round-robin, in name order.
+    """
+    shards: list[list[Path]] = [[] for _ in range(count)]
+    loads = [0.0] * count
+    timed, untimed = [], []
+    for source in sorted(sources, key=lambda path: path.stem):
+        seconds = (load_run_record(gallery, source.stem) or {}).get("seconds") or 0.0
+        (timed if seconds > 0 else untimed).append((float(seconds), source))
+    for seconds, source in sorted(timed, key=lambda item: (-item[0], item[1].stem)):
+        index = min(range(count), key=lambda shard: (loads[shard], shard))
+        shards[index].append(source)
+        loads[index] += seconds
+    for number, (_, source) in enumerate(untimed):
+        shards[number % count].append(source)
+    return shards
+
+
+def ignore_others(pattern: str, sources: list[Path], gallery: Path, shard: str) -> tuple[str, list[Path]]:
+    """sphinx-gallery's ``ignore_pattern`` extended to every recipe not in *shard*, and shard's recipes."""
+    index, count = parse(shard)
+    shards = assign(sources, gallery, count)
+    others = [source.name for number, group in enumerate(shards) if number != index - 1 for source in group]
+    if not others:
+        return pattern, shards[index - 1]
+    return rf"(?:{pattern})|^(?:{'|'.join(map(re.escape, others))})$", shards[index - 1]
+
+
+def outputs(gallery: Path, snippets: Path, source: Path) -> list[Path]:
+    """What a build keeps of one recipe below *gallery*, relative to it.
+
+    sphinx-gallery's files of the recipe (``<name>.*``: the copy, its
+    checksum, the page, notebook, archive, cost), its figures and thumbnail
+    (``images/sphx_glr_<name>_NNN.png``), its run record and its facts.
+    """
+    folder = gallery / source.parent.relative_to(snippets)
+    figure = re.compile(rf"sphx_glr_{re.escape(source.stem)}_(?:\d+|thumb)\.\w+")
+    found = [path for path in folder.glob(f"{glob.escape(source.stem)}.*") if path.is_file()]
+    found += [path for path in (folder / "images").rglob("sphx_glr_*") if figure.fullmatch(path.name)]
+    found += [records_dir(gallery) / kind / f"{source.stem}.json" for kind in ("runs", "facts")]
+    return sorted(path.relative_to(gallery) for path in found if path.is_file())
+
+
+def export(gallery: Path, snippets: Path, sources: list[Path], folder: Path, shard: str) -> None:
+    """Copy the results of *sources* into *folder*, replacing it whole, with a manifest."""
+    partial = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    for source in sources:
+        for path in outputs(gallery, snippets, source):
+            (partial / path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(gallery / path, partial / path)
+    manifest = {"shard": shard, "recipes": [source.stem for source in sources]}
+    (partial / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    shutil.rmtree(folder, ignore_errors=True)
+    partial.rename(folder)
+
+
+def _disagreement(record: dict, source: Path) -> str | None:
+    """How a shard's passing run of *source* differs from what this checkout would run, if it does."""
+    if record.get("dependency_key") == dependency_key(source):
+        return None
+    theirs = record.get("environment", {}).get("versions", {})
+    ours = environment.package_versions()
+    changed = [f"{name} {theirs.get(name)} (here {version})" for name, version in ours.items()
+               if theirs.get(name) != version]
+    if changed:
+        return f"it was built against other package versions: {', '.join(changed)}"
+    if record.get("source_sha256") != source_digest(source):
+        return f"it was built from other recipe code than this checkout's {shown(source)}"
+    return "it was built with other helper modules or files it depends on than this checkout's"
+
+
+def merge(folders: list[Path], gallery: Path, snippets: Path) -> list[str]:
+    """Copy the shard *folders* into *gallery*; nothing is copied if any problem is found.
+
+    Returns the problems, one line each, naming the shard and the recipe.
+    """
+    problems: list[str] = []
+    taken: dict[str, str] = {}
+    for folder in folders:
+        try:
+            manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            problems.append(f"{folder}: not a shard folder ({MANIFEST}: {error})")
+            continue
+        where = f"{folder} (shard {manifest['shard']})"
+        for name in manifest["recipes"]:
+            source, record = find_recipe(snippets, name), load_run_record(folder, name)
+            if not source.is_file():
+                why = "this checkout has no such recipe"
+            elif name in taken:
+                why = f"it is also in {taken[name]}"
+            elif record is None:
+                why = "it has no run record"
+            elif record.get("status") != "passed":
+                why = f"its run {record.get('status')}"
+            else:
+                why = _disagreement(dict(record), source)
+            taken.setdefault(name, where)
+            if why:
+                problems.append(f"{where}: recipe {name}: {why}")
+    if problems:
+        return problems
+    for folder in folders:
+        for name in json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["recipes"]:
+            source = find_recipe(snippets, name)
+            for path in outputs(gallery, snippets, source):
+                (gallery / path).unlink()
+            for path in outputs(folder, snippets, source):
+                (gallery / path).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(folder / path, gallery / path)
+    return []
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m xnnguide.shards", description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="+", type=Path, help="the shard folders that `make html SHARD=k/N` wrote")
+    parser.add_argument("--gallery", type=Path, default=Path("docs/gallery"))
+    parser.add_argument("--snippets", type=Path, default=Path("snippets"))
+    args = parser.parse_args(argv)
+    problems = merge(args.folders, args.gallery, args.snippets.resolve())
+    for problem in problems:
+        print(f"error: {problem}; refusing to merge, nothing was copied", file=sys.stderr)
+    if not problems:
+        print(f">> merged {len(args.folders)} shard folder(s) into {args.gallery}; `make html` runs what they lack")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
