@@ -174,3 +174,22 @@ def test_the_split_puts_the_longest_first_onto_the_least_loaded_shard(tmp_path):
 def test_a_shard_outside_1_to_n_is_a_one_line_error(bad):
     with pytest.raises(ValueError, match=r"expected k/N with 1 <= k <= N"):
         shards.parse(bad)
+
+
+def test_a_recipe_that_reads_another_recipes_files_goes_to_that_recipes_shard(tmp_path):
+    # run_pte_from_cpp.py runs the .pte files quantize_mobilenet_v2_int8_static.py writes: a shard
+    # holding one without the other would fail on a fresh CI machine.
+    gallery, snippets = tmp_path / "gallery", tmp_path / "snippets"
+    (snippets / "performance").mkdir(parents=True)
+    (snippets / "quantization").mkdir()
+    writer, reader = snippets / "quantization" / "writer.py", snippets / "performance" / "reader.py"
+    writer.write_text("")
+    reader.write_text("# xnnguide_depends_on = ../quantization/writer.py\n")
+    others = [snippets / f"{name}.py" for name in ("a", "b", "c")]
+    for path in others:
+        path.write_text("")
+    for name, time in {"a": 10.0, "b": 9.0, "c": 8.0, "writer": 7.0, "reader": 1.0}.items():
+        write_run_record(gallery / "_records", {"recipe": name, "seconds": time})
+    split = [[path.stem for path in shard] for shard in shards.assign([*others, writer, reader], gallery, 2)]
+    # 10 -> 1; 9 -> 2; c (8) -> 2 (17); the pair (8 together, named after "reader") -> 1 (18).
+    assert split == [["a", "reader", "writer"], ["b", "c"]]

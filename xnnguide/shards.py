@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from xnnguide import environment
-from xnnguide.records import dependency_key, find_recipe, load_run_record, records_dir, shown, source_digest
+from xnnguide.records import declared_files, dependency_key, find_recipe, load_run_record, records_dir, shown, source_digest
 
 MANIFEST = "shard.json"
 
@@ -35,22 +35,32 @@ def parse(shard: str) -> tuple[int, int]:
 def assign(sources: list[Path], gallery: Path, count: int) -> list[list[Path]]:
     """The recipes of each of *count* shards, the same on every machine with the same records.
 
-    Recipes whose run record holds a duration go longest first onto the
+    A recipe that declares another recipe with ``# xnnguide_depends_on``
+    (it reads that recipe's files) stays in that recipe's shard. These groups
+    go longest first, by the durations their run records hold, onto the
     shard with the least recorded time so far (the lowest-numbered on a
-    tie); the others then go round-robin, in name order.
+    tie); groups with no recorded duration then go round-robin, in name order.
     """
+    group = {source.resolve(): [source] for source in sources}
+    for source in sorted(sources, key=lambda path: path.stem):
+        for needed in (path.resolve() for path in (declared_files(source) if source.is_file() else []) if path.suffix == ".py"):
+            if needed in group and group[needed] is not group[source.resolve()]:
+                merged = group[needed] + group[source.resolve()]
+                for member in merged:
+                    group[member.resolve()] = merged
+    units = {id(members): sorted(members, key=lambda path: path.stem) for members in group.values()}.values()
     shards: list[list[Path]] = [[] for _ in range(count)]
     loads = [0.0] * count
     timed, untimed = [], []
-    for source in sorted(sources, key=lambda path: path.stem):
-        seconds = (load_run_record(gallery, source.stem) or {}).get("seconds") or 0.0
-        (timed if seconds > 0 else untimed).append((float(seconds), source))
-    for seconds, source in sorted(timed, key=lambda item: (-item[0], item[1].stem)):
+    for members in sorted(units, key=lambda members: members[0].stem):
+        seconds = sum(float((load_run_record(gallery, path.stem) or {}).get("seconds") or 0.0) for path in members)
+        (timed if seconds > 0 else untimed).append((seconds, members))
+    for seconds, members in sorted(timed, key=lambda item: (-item[0], item[1][0].stem)):
         index = min(range(count), key=lambda shard: (loads[shard], shard))
-        shards[index].append(source)
+        shards[index].extend(members)
         loads[index] += seconds
-    for number, (_, source) in enumerate(untimed):
-        shards[number % count].append(source)
+    for number, (_, members) in enumerate(untimed):
+        shards[number % count].extend(members)
     return shards
 
 
