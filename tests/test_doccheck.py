@@ -322,7 +322,7 @@ def test_transform_passes_rule_reads_the_code_not_its_text(name, tmp_path, monke
 
 
 @pytest.mark.build
-def test_a_quoted_message_changed_by_one_word_fails_at_its_file_and_line(built_site, tmp_path):
+def test_a_quoted_message_changed_by_one_word_fails_at_its_file_and_line(built_site, tmp_path, monkeypatch):
     """Every ``quoted-error`` of our pages and recipes is recorded; with one word changed it is reported."""
     from xnnguide.records import QUOTED
 
@@ -332,6 +332,7 @@ def test_a_quoted_message_changed_by_one_word_fails_at_its_file_and_line(built_s
     assert quotes, "no page quotes a message with the quoted-error role"
     report = check(Options(sources, root=ROOT, build=True, gallery=GALLERY, rules=frozenset({"quote"})))
     assert not report.findings, "\n".join(map(str, report.findings))
+    monkeypatch.chdir(tmp_path)  # findings name the copies relative to it
     for path, match in quotes:
         text = path.read_text(encoding="utf-8")
         changed = " ".join(["Changed", *match.group(1).split()[1:]])
