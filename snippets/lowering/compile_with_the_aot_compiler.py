@@ -68,7 +68,6 @@ for key, arguments, expected_status in COMMANDS:
         lines.append(f"exit status {status}")
     transcripts[key] = "\n".join(lines)
     facts.record(f"console_{key}", status, transcripts[key])
-    print(transcripts[key], end="\n\n")
 
 
 def delegated(key, operator):
