@@ -32,7 +32,9 @@ from pathlib import Path
 from xnnguide.recipe_checks import facts
 from xnnguide.tools import aot_compiler
 
-page_files = Path(__file__).resolve().parents[2] / "docs" / "guides" / "aot_compiler"
+# sphinx-gallery and `make recipe` run a recipe from its own folder, snippets/<task>/.
+page_files = Path.cwd().resolve().parents[1] / "docs" / "guides" / "aot_compiler"
+assert (page_files / "patch_classifier.py").is_file(), page_files
 recipe_folder = os.getcwd()
 workdir = tempfile.mkdtemp(prefix="aot_compiler_")
 for source in page_files.glob("*.py"):
