@@ -11,7 +11,17 @@ compiler wrote for a model of one's own, and checking it against eager
 PyTorch.
 """
 
+# %%
+# Run the compiled ``.pte`` of your own model
+# -------------------------------------------
+# ``--model patch_classifier.py:build`` wrote
+# ``out/patch_classifier_build_xnnpack_fp32.pte``. Loading it takes the
+# ExecuTorch runtime of the ``executorch`` wheel, and the same factory
+# gives the eager model to compare with.
+
 # sphinx_gallery_start_ignore
+# One code cell: sphinx-gallery goes back to the recipe's folder and sys.path
+# after each cell, and the region below runs in the folder of the commands.
 # The site's own lines: run each command of the AOT compiler page with the
 # compiler's main() in this process, as a terminal 80 columns wide shows it.
 # Compiling MobileNet V2 to int8 (calibration, lowering, a run) is most of
@@ -32,7 +42,7 @@ from pathlib import Path
 from xnnguide.recipe_checks import facts
 from xnnguide.tools import aot_compiler
 
-# sphinx-gallery and `make recipe` run a recipe from its own folder, snippets/<task>/.
+# sphinx-gallery and `make recipe` run a cell from the recipe's folder, snippets/<task>/.
 page_files = Path.cwd().resolve().parents[1] / "docs" / "guides" / "aot_compiler"
 assert (page_files / "patch_classifier.py").is_file(), page_files
 recipe_folder = os.getcwd()
@@ -89,14 +99,6 @@ for operator in ("convolution.default", "dequantize_per_tensor.default", "total"
     name = operator.split(".")[0]
     facts.record(f"mv2_int8_{name}", delegated("mv2_int8", operator))
 # sphinx_gallery_end_ignore
-
-# %%
-# Run the compiled ``.pte`` of your own model
-# -------------------------------------------
-# ``--model patch_classifier.py:build`` wrote
-# ``out/patch_classifier_build_xnnpack_fp32.pte``. Loading it takes the
-# ExecuTorch runtime of the ``executorch`` wheel, and the same factory
-# gives the eager model to compare with.
 
 # [start run_compiled]
 import torch
