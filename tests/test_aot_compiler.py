@@ -6,22 +6,10 @@ pattern graphs on first use) is paid once. Two tests run the real command in
 a subprocess, so that what a shell sees (exit status, one line on stderr, no
 traceback) is tested too.
 
-The page ``docs/guides/aot_compiler.md`` is executed: every ```` ```console ````
-block on it is a list of commands, each a line ``$ python -m
-xnnguide.tools.aot_compiler ARGS``, optionally followed by ``|| echo "exit status
-$?"``, then the output the command must print (stdout and stderr as a
-terminal shows them). The test runs each command in a fresh directory holding
-the files of ``docs/guides/aot_compiler/`` and compares the output with the
-page under these rules, and no others:
-
-* trailing whitespace on a line is ignored;
-* ``...`` inside a line matches any text within that line (times, sizes,
-  errors: what depends on the machine);
-* a line that is only ``...`` matches any number of lines, none included;
-* everything else, node counts and messages included, must be equal;
-* a command without the ``|| echo`` suffix must exit with status 0; with it,
-  the page shows ``exit status N`` after the output when the status is not 0,
-  as a shell would.
+The console transcripts of the page ``docs/guides/aot_compiler.md`` are not
+typed: the build runs the commands (the recipe
+``snippets/lowering/compile_with_the_aot_compiler.py``) and the page shows what they
+printed. The last tests check that the page shows those records.
 """
 
 from __future__ import annotations
@@ -31,7 +19,6 @@ import io
 import logging
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -48,7 +35,6 @@ from xnnguide.tools.quantization import SCHEMES
 PAGE = DOCS / "guides" / "aot_compiler.md"
 PAGE_FILES = DOCS / "guides" / "aot_compiler"
 COMMAND = "python -m xnnguide.tools.aot_compiler"
-EXIT_SUFFIX = ' || echo "exit status $?"'
 # argparse wraps --help to the terminal width; the page shows it at 80 columns.
 COLUMNS = "80"
 
@@ -512,8 +498,8 @@ def test_torchvision_models_pass_in_fp32(workdir, model):
     assert largest > 100 * 1e-4
 
 
-def test_mv2_int8_static_passes(page_runs):
-    run = page_runs(f"{COMMAND} --model mv2 --quantize int8-static --test-after-export -o out")
+def test_mv2_int8_static_passes(workdir):
+    run = cli("--model", "mv2", "--quantize", "int8-static", "--test-after-export", "-o", "out")
     assert run.status == 0, run.output
     assert "): passed\n" in run.stdout
     pte = re.search(r"Wrote out/mv2_xnnpack_int8-static.pte \(([\d,]+) bytes\)", run.stdout)
@@ -543,120 +529,32 @@ def test_subprocess_compiles_and_tests(tmp_path):
 
 
 # -- the page ---------------------------------------------------------------------------------
+# The page's console transcripts are recorded by the build: the recipe
+# snippets/lowering/compile_with_the_aot_compiler.py runs each command and records its
+# output as a fact, which the page shows with the fact-block directive.
+
+TRANSCRIPT = re.compile(r"^```\{fact-block\} compile_with_the_aot_compiler/(console_\w+)$", re.M)
 
 
-@dataclass
-class Example:
-    command: str
-    expected: list[str]
-    line: int  # of the $ line in the page
+def test_the_page_types_no_transcript():
+    text = PAGE.read_text()
+    assert "```console" not in text, "a console block typed into the page: show a recorded transcript"
+    assert len(TRANSCRIPT.findall(text)) >= 6
 
 
-def page_examples(text: str) -> list[Example]:
-    """Every command of every ```console block, with the output the page shows for it."""
-    examples = []
-    for block in re.finditer(r"^```console\n(.*?)^```$", text, flags=re.M | re.S):
-        first_line = text.count("\n", 0, block.start(1)) + 1
-        for offset, line in enumerate(block.group(1).splitlines()):
-            if line.startswith("$ "):
-                examples.append(Example(line[2:], [], first_line + offset))
-            elif examples and examples[-1].line >= first_line:
-                examples[-1].expected.append(line)
-            else:
-                raise AssertionError(f"aot_compiler.md:{first_line + offset}: output before any $ command")
-    return examples
+@pytest.mark.build
+def test_the_page_shows_what_the_build_recorded(built_site):
+    from conftest import GALLERY
+    from xnnguide.recipe_checks import facts
 
-
-def matches(expected: list[str], actual: list[str]) -> bool:
-    """The page's rules: trailing blanks ignored, ``...`` within a line, ``...`` lines."""
-    expected = [line.rstrip() for line in expected]
-    actual = [line.rstrip() for line in actual]
-
-    def line_matches(pattern: str, line: str) -> bool:
-        return re.fullmatch(".*?".join(map(re.escape, pattern.split("..."))), line) is not None
-
-    def match_from(i: int, j: int) -> bool:
-        if i == len(expected):
-            return j == len(actual)
-        if expected[i] == "...":
-            return any(match_from(i + 1, k) for k in range(j, len(actual) + 1))
-        return j < len(actual) and line_matches(expected[i], actual[j]) and match_from(i + 1, j + 1)
-
-    return match_from(0, 0)
-
-
-def split_command(command: str) -> tuple[list[str], bool]:
-    """The compiler's arguments, and whether the page shows a non-zero exit status."""
-    shows_status = command.endswith(EXIT_SUFFIX)
-    command = command.removesuffix(EXIT_SUFFIX)
-    words = shlex.split(command)
-    assert words[:3] == COMMAND.split() and not set(";|&<>`$") & set(command), (
-        f"the page may only show `{COMMAND} ARGS`, optionally followed by{EXIT_SUFFIX}: {command!r}"
-    )
-    return words[3:], shows_status
-
-
-@pytest.fixture(scope="module")
-def page_runs(tmp_path_factory):
-    """Runs page commands in-process, once each, in one directory with the page's files."""
-    directory = tmp_path_factory.mktemp("page")
-    for source in PAGE_FILES.glob("*.py"):
-        shutil.copy(source, directory / source.name)
-    done: dict[str, Run] = {}
-
-    def run(command: str) -> Run:
-        if command not in done:
-            argv, _ = split_command(command)
-            with pytest.MonkeyPatch.context() as patch:
-                patch.chdir(directory)
-                patch.setenv("COLUMNS", COLUMNS)
-                done[command] = cli(*argv)
-        return done[command]
-
-    return run
-
-
-def test_page_has_examples():
-    examples = page_examples(PAGE.read_text())
-    assert len(examples) >= 6
-    commands = " ".join(example.command for example in examples)
+    recorded = facts.load(GALLERY / "_records" / "facts" / "compile_with_the_aot_compiler.json")
+    shown = TRANSCRIPT.findall(PAGE.read_text())
+    assert sorted(shown) == sorted(key for key in recorded if key.startswith("console_"))
+    commands = " ".join(recorded[key]["display"].splitlines()[0] for key in shown)
     for option in ("--quantize", "--test-after-export", "--no-transform-passes", "--etrecord", "--help",
-                   ":build"):
+                   ":build", "exit status"):
         assert option in commands, f"the page shows no command with {option}"
-
-
-@pytest.mark.parametrize("example", page_examples(PAGE.read_text()), ids=lambda e: f"line{e.line}")
-def test_page_console_block_output(page_runs, example):
-    _, shows_status = split_command(example.command)
-    run = page_runs(example.command)
-    actual = run.output.splitlines()
-    if shows_status and run.status != 0:
-        actual.append(f"exit status {run.status}")
-    else:
-        assert run.status == 0, f"aot_compiler.md:{example.line} exits with {run.status}:\n{run.output}"
-    assert matches(example.expected, actual), (
-        f"aot_compiler.md:{example.line}: `{example.command}` printed\n\n" + "\n".join(actual)
-        + "\n\nbut the page shows\n\n" + "\n".join(example.expected)
-    )
-
-
-def test_page_example_matches_through_a_real_shell(tmp_path):
-    # The in-process runs above stand for the shell; check that one of the
-    # page's examples prints the same through bash.
-    example = next(e for e in page_examples(PAGE.read_text()) if "--calibration-samples" in e.command)
-    run = shell(f"{{ {example.command}; }} 2>&1", tmp_path)
-    assert matches(example.expected, run.output.splitlines()), run.output
-
-
-@pytest.mark.parametrize("expected, actual, result", [
-    (["a ... c"], ["a b c"], True),
-    (["a ... c"], ["a b", "c"], False),
-    (["x", "...", "y"], ["x", "y"], True),
-    (["x", "...", "y"], ["x", "1", "2", "y"], True),
-    (["x", "...", "y"], ["x", "1", "z"], False),
-    (["a  "], ["a"], True),
-    (["7 nodes"], ["8 nodes"], False),
-    (["a"], ["a", "b"], False),
-])
-def test_page_matching_rules(expected, actual, result):
-    assert matches(expected, actual) is result
+    # The node counts the page shows are the table the compiler printed for MobileNet V2 int8.
+    table = recorded["console_mv2_int8"]["display"]
+    for operator, key in (("convolution.default", "mv2_int8_convolution"), ("total", "mv2_int8_total")):
+        assert re.search(rf"^  {re.escape(operator)} +{recorded[key]['display']} +0$", table, re.M), (key, table)

@@ -54,7 +54,7 @@ def test_tutorial_code_is_the_recipe_code(built_site):
         assert not missing, f"the tutorial lacks lines of region {region}: {missing}"
 
 
-FACT_REFERENCE = re.compile(r"\{fact\}`([A-Za-z0-9_]+)/|```\{fact-table\}\s+([A-Za-z0-9_]+)/")
+FACT_REFERENCE = re.compile(r"\{fact\}`([A-Za-z0-9_]+)/|```\{fact-(?:table|block)\}\s+([A-Za-z0-9_]+)/")
 STAMP = re.compile(r"```\{verified-stamp\}\s+([A-Za-z0-9_]+)")
 
 

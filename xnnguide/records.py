@@ -198,3 +198,32 @@ def stale_reason(gallery: Path, source: Path) -> str | None:
     if not (records_dir(gallery) / "facts" / f"{source.stem}.json").is_file():
         return "its facts file is missing"
     return None
+
+
+#: A quoted message: ``{quoted-error}`...``` on a page, ``:quoted-error:`...``` in a recipe's prose.
+QUOTED = re.compile(r"(?:\{quoted-error\}|:quoted-error:)`([^`]+)`")
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def recorded_texts(gallery: str | os.PathLike[str]) -> list[str]:
+    """Every text the recipes of the last build recorded as facts (scalars and table cells)."""
+    texts = []
+    for path in sorted((records_dir(gallery) / "facts").glob("*.json")):
+        for fact in json.loads(path.read_text(encoding="utf-8")).values():
+            texts += [str(fact.get("display", "")), str(fact.get("value", ""))]
+            texts += [cell for row in fact.get("rows", []) for cell in row]
+    return [_words(text) for text in texts]
+
+
+def quote_recorded(quote: str, texts: list[str]) -> bool:
+    """Whether a recorded text contains *quote*, spaces and line breaks counted as one space."""
+    return any(_words(quote) in text for text in texts)
+
+
+def unrecorded_quotes(text: str, texts: list[str]) -> list[tuple[int, str]]:
+    """``(line, quote)`` for every quoted message in *text* that no recorded text contains."""
+    return [(text.count("\n", 0, match.start()) + 1, match.group(1)) for match in QUOTED.finditer(text)
+            if not quote_recorded(match.group(1), texts)]

@@ -200,3 +200,43 @@ facts.record("conv_flows_difference", (conv_current - conv_legacy).abs().max().i
 facts.record("pooling_legacy_outside", describe(results["PoolingClassifier", "to_edge + to_backend"]["outside"]))
 facts.record("pooling_legacy_calls", results["PoolingClassifier", "to_edge + to_backend"]["calls"])
 # sphinx_gallery_end_ignore
+
+# %%
+# A pass of your own between the steps
+# ------------------------------------
+# The three steps leave the Edge program in your hands before the
+# partitioner sees it. A pass of your own goes into the same ``transform``
+# call, after XNNPACK's: this one changes nothing and counts the Edge
+# operators the partitioner is about to be offered.
+
+# [start legacy_own_pass]
+from executorch.exir.pass_base import PassBase, PassResult
+
+
+class CountEdgeOperators(PassBase):
+    def __init__(self):
+        super().__init__()
+        self.counts = Counter()
+
+    def call(self, graph_module):
+        self.counts.update(op_name(node) for node in graph_module.graph.nodes if node.op == "call_function")
+        return PassResult(graph_module, False)
+
+
+count_operators = CountEdgeOperators()
+model = models["PoolingClassifier"]
+edge = to_edge(torch.export.export(model, example_inputs), compile_config=get_xnnpack_edge_compile_config())
+edge = edge.transform(get_transform_passes() + [count_operators])
+edge = edge.to_backend(XnnpackPartitioner())
+print("Edge operators offered to the partitioner:", describe(count_operators.counts))
+
+program = runtime.load_program(edge.to_executorch().buffer)
+with torch.no_grad():
+    torch.testing.assert_close(program.load_method("forward").execute(list(example_inputs))[0],
+                               model(*example_inputs), atol=1e-5, rtol=1e-5)
+# [end legacy_own_pass]
+
+# sphinx_gallery_start_ignore
+assert "max_pool2d_with_indices.default" in count_operators.counts, count_operators.counts
+facts.record("own_pass_counts", describe(count_operators.counts))
+# sphinx_gallery_end_ignore

@@ -95,12 +95,44 @@ def describe(counts: Counter) -> str:
 # [end read_delegation]
 
 # %%
+# Without the quantized kernels
+# -----------------------------
+# Whatever XNNPACK does not take runs on ExecuTorch's portable kernels,
+# including quantize/dequantize nodes, whose kernels are registered by
+# importing ``executorch.kernels.quantized``. Until that import,
+# ``to_executorch`` refuses a program that leaves such nodes outside
+# XNNPACK, as the partitioner restricted to ``FP32`` does:
+
+# [start missing_out_variants]
+from executorch.backends.xnnpack.partition.config.xnnpack_config import ConfigPrecisionType
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+from executorch.backends.xnnpack.utils.configs import get_transform_passes
+from executorch.exir import to_edge_transform_and_lower
+
+fp32_only = to_edge_transform_and_lower(
+    exported_program,
+    transform_passes=get_transform_passes(),
+    partitioner=[XnnpackPartitioner(config_precisions=ConfigPrecisionType.FP32)],
+)
+try:
+    fp32_only.to_executorch()
+except RuntimeError as error:
+    missing_kernels_error = f"{type(error).__name__}: {error}"
+print(missing_kernels_error)
+# [end missing_out_variants]
+
+# sphinx_gallery_start_ignore
+from xnnguide.recipe_checks import facts
+
+assert missing_kernels_error.startswith("RuntimeError: Missing out variants: {"), missing_kernels_error
+assert "quantized_decomposed::dequantize_per_tensor" in missing_kernels_error, missing_kernels_error
+facts.record("missing_out_variants", missing_kernels_error)
+# sphinx_gallery_end_ignore
+
+# %%
 # Lower with each ``config_precisions``
 # -------------------------------------
-# Whatever XNNPACK does not take runs on ExecuTorch's CPU kernels,
-# including quantize/dequantize nodes: importing
-# ``executorch.kernels.quantized`` registers those kernels, without which
-# ``to_executorch`` stops with "Missing out variants".
+# With ``executorch.kernels.quantized`` imported, every setting serialises.
 
 # [start lower_precisions]
 import executorch.kernels.quantized  # noqa: F401  (registers the quantize/dequantize kernels)
@@ -165,8 +197,6 @@ for label, result in measured.items():
     print(f"{label:15s} max abs error vs quantized eager: {result['error']:.1e} (tolerance {tolerance:.1e})")
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks import facts
-
 default, fp32, static, dynamic = (measured[k] for k in settings)
 assert reference.abs().max().item() > 10 * tolerance, "outputs too small for the tolerance to mean anything"
 # Default and STATIC_QUANT: the whole int8 graph in one delegate.

@@ -175,6 +175,32 @@ facts.record("check_mismatched", mismatched)
 # sphinx_gallery_end_ignore
 
 # %%
+# Make the missing calibration an error
+# -------------------------------------
+# In a script that builds models, turn the warning into an exception, so an
+# uncalibrated model stops the script instead of shipping. The same
+# uncalibrated preparation, converted under that filter:
+
+# [start nocal_fix]
+with warnings.catch_warnings():
+    warnings.filterwarnings("error", message="must run observer")
+    prepared = prepare_pt2e(
+        torch.export.export(model, example_inputs).module(),
+        XNNPACKQuantizer().set_global(get_symmetric_quantization_config()),
+    )
+    try:
+        convert_pt2e(prepared)
+    except UserWarning as error:
+        stopped_by = f"{type(error).__name__}: {' '.join(str(error).split())}"
+print(f"convert_pt2e raised {stopped_by}")
+# [end nocal_fix]
+
+# sphinx_gallery_start_ignore
+assert stopped_by.startswith("UserWarning: must run observer before calling calculate_qparams"), stopped_by
+facts.record("fix_raised", stopped_by)
+# sphinx_gallery_end_ignore
+
+# %%
 # Plot the outputs against the float model
 # ----------------------------------------
 # Each point is one output of one test image. Calibrated int8 outputs sit on

@@ -24,7 +24,7 @@ PYTHON_LANGUAGES = frozenset({"python", "py", "python3", "py3", "pycon", "ipytho
 CODE_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "code-cell", "testcode", "doctest", "ipython"})
 #: Directives whose body is neither prose nor code a reader runs.
 OPAQUE = frozenset({"math", "raw", "csv-table", "mermaid", "graphviz", "toctree", "include", "glossary",
-                    "autosummary", "fact-table", "verified-stamp", "execution-ledger", "image", "figure",
+                    "autosummary", "fact-table", "fact-block", "verified-stamp", "execution-ledger", "image", "figure",
                     "highlight", "testoutput", "list-table"})
 MAGIC = re.compile(r"^(\s*)(%|!)")  # IPython magics and shell escapes
 _COMMENT = re.compile(r"\A\s*<!--(.*?)-->\s*\Z", re.S)

@@ -43,8 +43,8 @@ from sphinx.util.docutils import SphinxDirective, SphinxRole
 from xnnguide import environment, reader_code, shards
 from xnnguide.recipe_checks import facts
 from xnnguide.records import (DEFAULT_BUDGET_GB, DEFAULT_BUDGET_SECONDS, budget_gb, budget_seconds, dependency_key,
-                              find_recipe, load_run_record, recipe_files, records_dir, shown, source_digest,
-                              stale_reason, write_run_record)
+                              find_recipe, load_run_record, quote_recorded, recipe_files, recorded_texts,
+                              records_dir, shown, source_digest, stale_reason, write_run_record)
 from xnnguide.regions import MARKER as REGION_MARKER
 
 logger = logging.getLogger(__name__)
@@ -306,6 +306,24 @@ class FactRole(SphinxRole):
         return [nodes.literal(self.rawtext, fact["display"], classes=["xnnguide-fact"])], []
 
 
+class QuotedErrorRole(SphinxRole):
+    """``{quoted-error}`message``` — a message quoted on a page; some recipe must have recorded it.
+
+    The build warns (and the strict build fails) at the quote's line when no
+    fact of the last recipe runs contains the text, word for word.
+    """
+
+    def run(self) -> tuple[list[nodes.Node], list[nodes.system_message]]:
+        gallery = Path(self.env.srcdir) / self.env.config.xnnguide_gallery_dir
+        for path in (records_dir(gallery) / "facts").glob("*.json"):
+            self.env.note_dependency(str(path))
+        if not quote_recorded(self.text, recorded_texts(gallery)):
+            logger.warning("quoted-error: no recipe recorded the message %r; quote what a recipe records "
+                           "with facts.record", self.text, location=self.get_location(), type="xnnguide",
+                           subtype="quote")
+        return [nodes.literal(self.rawtext, self.text, classes=["xnnguide-quote"])], []
+
+
 def _table(header: list[str], rows: list[list[str]], caption: str | None, kind: str) -> nodes.table:
     """A docutils table of text cells."""
     table = nodes.table(classes=[kind])
@@ -369,6 +387,26 @@ class GeneratedTableDirective(SphinxDirective):
         table = _table(header, rows, self.options.get("caption"), "xnnguide-fact-table")
         table["support_smartquotes"] = False  # command-line flags keep their "--"
         return [table]
+
+
+class FactBlockDirective(SphinxDirective):
+    """A recorded scalar's display text as a code block: a console transcript a recipe recorded."""
+
+    required_arguments = 1
+    option_spec = {"language": directives.unchanged}
+
+    def run(self) -> list[nodes.Node]:
+        try:
+            fact, problem = _lookup(self.env, self.arguments[0])
+        except ValueError as error:
+            fact, problem = None, str(error)
+        if fact is None or "display" not in fact:
+            problem = problem or f"{self.arguments[0]!r} is a table; use the fact-table directive"
+            logger.warning("fact-block: %s", problem, location=self.get_location(), type="xnnguide", subtype="fact")
+            return []
+        block = nodes.literal_block(fact["display"], fact["display"], classes=["xnnguide-fact"])
+        block["language"] = self.options.get("language", "text")
+        return [block]
 
 
 class RecipeTimesDirective(SphinxDirective):
@@ -562,8 +600,10 @@ def register(app: Sphinx) -> None:
     app.add_config_value("xnnguide_shard_dir", "", "", str)
     _install_execution_order()
     app.add_role("fact", FactRole())
+    app.add_role("quoted-error", QuotedErrorRole())
     app.add_directive("fact-table", FactTableDirective)
     app.add_directive("generated-table", GeneratedTableDirective)
+    app.add_directive("fact-block", FactBlockDirective)
     app.add_directive("verified-stamp", VerifiedStampDirective)
     app.add_directive("recipe-times", RecipeTimesDirective)
     app.connect("source-read", _gallery_page_source)
