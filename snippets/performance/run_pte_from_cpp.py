@@ -34,6 +34,7 @@ from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
 from executorch.backends.xnnpack.utils.configs import get_transform_passes
 from executorch.exir import to_edge_transform_and_lower
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+from torchao.quantization.utils import compute_error
 
 torch.manual_seed(0)
 model = torchvision.models.mobilenet_v2(weights=None)
@@ -127,7 +128,7 @@ import hashlib
 import re
 import shlex
 
-from xnnguide.recipe_checks import facts
+from xnnguide.recipe_checks import facts, quantization
 
 assert runner.is_file()
 compiled = len(re.findall(r"Building CXX object", build_log))
@@ -181,9 +182,9 @@ for source_file in ("main.cpp", "CMakeLists.txt"):
 # prints each output as a line ``output I: DTYPE [SHAPE]`` followed by one
 # value per line, at full precision, which is all a script needs to parse.
 # fp32 runs on ones; int8 on this recipe's example input, and is checked
-# against the quantized eager model it was lowered from, at the tolerance
-# :doc:`/gallery/quantization/quantize_mobilenet_v2_int8_static` explains
-# (int8 arithmetic lands values near a rounding boundary one step apart).
+# against the quantized eager model it was lowered from by the SQNR of its
+# output, in dB, as :doc:`/gallery/quantization/quantize_mobilenet_v2_int8_static`
+# explains (int8 arithmetic lands values near a rounding boundary one step apart).
 
 # [start cpp_run]
 def run_runner(*arguments):
@@ -211,14 +212,16 @@ example_inputs[0].numpy().tofile("mobilenet_v2_cpp_input.bin")
 int8_outputs, int8_stdout = run_runner("mobilenet_v2_cpp_int8.pte", "--input", "mobilenet_v2_cpp_input.bin")
 with torch.no_grad():
     int8_eager = quantized_model(*example_inputs)
-    int8_tolerance = 0.35 * model(*example_inputs).abs().max().item()
-torch.testing.assert_close(int8_outputs[0], int8_eager, atol=int8_tolerance, rtol=0)
+MIN_SQNR_DB = 10.0  # the int8 .pte against its int8 eager model
+int8_sqnr = compute_error(int8_eager, int8_outputs[0]).item()
+assert int8_sqnr >= MIN_SQNR_DB, f"SQNR {int8_sqnr:.1f} dB against quantized eager"
 
 print("\n".join(fp32_stdout.splitlines()[:4]), "...", sep="\n")
 fp32_error = (fp32_outputs[0] - fp32_eager).abs().max().item()
 int8_error = (int8_outputs[0] - int8_eager).abs().max().item()
 print(f"fp32: max abs error against eager {fp32_error:.2e} (tolerance 1e-4)")
-print(f"int8: max abs error against quantized eager {int8_error:.3f} (tolerance {int8_tolerance:.3f})")
+print(f"int8: SQNR against quantized eager {int8_sqnr:.1f} dB (at least {MIN_SQNR_DB:g} dB), "
+      f"max abs error {int8_error:.3f}")
 # [end cpp_run]
 
 # sphinx_gallery_start_ignore
@@ -238,16 +241,18 @@ facts.record("fp32_max_abs_error", fp32_error, f"{fp32_error:.1e}")
 facts.record("fp32_tolerance", 1e-4, "1e-4")
 facts.record("output_scale", fp32_eager.abs().max().item(), f"{fp32_eager.abs().max().item():.2f}")
 facts.record("int8_max_abs_error", int8_error, f"{int8_error:.3f}")
-facts.record("int8_tolerance", int8_tolerance, f"{int8_tolerance:.3f}")
+facts.record("int8_sqnr", int8_sqnr, f"{int8_sqnr:.1f} dB")
+quantization.record_min_sqnr(MIN_SQNR_DB)
 facts.record("output_lines", len(fp32_stdout.splitlines()))
 facts.record_table(
     "runs",
-    ["Program", "Input", "First printed line", "Max abs error", "Tolerance (atol)"],
+    ["Program", "Input", "First printed line", "Max abs error", "Tolerance"],
     [
         ["fp32", "ones (no input file)", fp32_stdout.splitlines()[0],
          f"{fp32_error:.1e} against eager", "1e-4 (and rtol 1e-4)"],
         ["int8", "the example input, from a file", int8_stdout.splitlines()[0],
-         f"{int8_error:.3f} against quantized eager", f"{int8_tolerance:.3f}"],
+         f"{int8_error:.3f} against quantized eager",
+         f"SQNR {int8_sqnr:.1f} dB, at least {MIN_SQNR_DB:g} dB"],
     ],
 )
 facts.record_table("fp32_transcript", ["./runner mobilenet_v2_cpp_fp32.pte"],
