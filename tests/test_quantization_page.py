@@ -448,7 +448,7 @@ def test_int8_recipes_check_with_the_one_sqnr_floor():
     assert not tolerance_problems(SNIPPETS), "\n" + "\n".join(tolerance_problems(SNIPPETS))
     users = [r.name for r in SNIPPETS.rglob("*.py") if "quantization.record_min_sqnr(MIN_SQNR_DB)" in r.read_text()]
     assert {"quantize_mobilenet_v2_int8_static.py", "quantize_digits_cnn_accuracy.py", "quantize_mlp_int8_dynamic.py",
-            "quantize_llm_8da4w.py", "run_pte_from_cpp.py"} <= set(users), users
+            "quantize_llm_8da4w.py"} <= set(users), users
 
 
 def test_the_tolerance_checks_fail_on_a_typed_share_or_another_floor(tmp_path):
