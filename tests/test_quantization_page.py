@@ -434,3 +434,55 @@ def test_a_scheme_shown_without_its_defining_calls_is_reported(tmp_path):
     assert "shows no code for 'int8-static-per-tensor'" in problems
     assert "shows no code for '8da4w'" in problems
     assert "the lowering shown lacks 'get_transform_passes()'" in problems
+
+
+# ------------------------------------------- int8 tolerance and dynamic convolutions
+
+# A tolerance typed as a share of the largest output: the check this site dropped.
+SHARE_OF_LARGEST = re.compile(r"\b0?\.\d+\s*\*\s*[\w.\[\]\"' ]*\.abs\(\)\.max\(\)")
+
+
+def tolerance_problems(snippets: Path) -> list[str]:
+    """Recipes that check an int8 program without the site's one SQNR floor, or with a share of the largest output."""
+    problems = []
+    for recipe in sorted(snippets.rglob("*.py")):
+        text = recipe.read_text(encoding="utf-8")
+        for number, line in enumerate(text.splitlines(), 1):
+            if SHARE_OF_LARGEST.search(line):
+                problems.append(f"{recipe.name}:{number}: a tolerance typed as a share of the largest output; "
+                                "check int8 programs by SQNR against MIN_SQNR_DB")
+        if "MIN_SQNR_DB = " in text and "quantization.record_min_sqnr(MIN_SQNR_DB)" not in text:
+            problems.append(f"{recipe.name}: shows MIN_SQNR_DB but never checks it with "
+                            "quantization.record_min_sqnr(MIN_SQNR_DB)")
+    return problems
+
+
+def test_int8_recipes_check_with_the_one_sqnr_floor():
+    assert not tolerance_problems(SNIPPETS), "\n" + "\n".join(tolerance_problems(SNIPPETS))
+    users = [r.name for r in SNIPPETS.rglob("*.py") if "quantization.record_min_sqnr(MIN_SQNR_DB)" in r.read_text()]
+    assert {"quantize_mobilenet_v2_int8_static.py", "quantize_digits_cnn_accuracy.py", "quantize_mlp_int8_dynamic.py",
+            "quantize_llm_8da4w.py"} <= set(users), users
+
+
+def test_the_tolerance_checks_fail_on_a_typed_share_or_another_floor(tmp_path):
+    from xnnguide.recipe_checks import quantization
+
+    (tmp_path / "share.py").write_text("tolerance = 0.35 * fp32_output.abs().max().item()\n")
+    (tmp_path / "floor.py").write_text("MIN_SQNR_DB = 30.0\n")
+    problems = "\n".join(tolerance_problems(tmp_path))
+    assert "share.py:1: a tolerance typed as a share" in problems
+    assert "floor.py: shows MIN_SQNR_DB but never checks it" in problems
+    with pytest.raises(AssertionError, match="use one value"):
+        quantization.record_min_sqnr(quantization.MIN_SQNR_DB + 1)
+
+
+def test_the_page_quotes_the_floor_and_cites_the_dynamic_convolution_probe():
+    from xnnguide.recipe_checks import operator_probes
+
+    markdown = PAGE.read_text(encoding="utf-8")
+    assert "{fact}`quantize_mobilenet_v2_int8_static/min_sqnr_db`" in markdown
+    # The int8-dynamic row says the operator probes measure a dynamically quantized convolution: they must.
+    row = next(line for line in markdown.splitlines() if line.startswith("| `int8-dynamic` |"))
+    assert "no recipe here measures them" not in row
+    assert "{doc}`../gallery/lowering/verify_operator_support`" in row and "convolution.default" in row
+    assert "convolution.default" in operator_probes.DYNAMIC_INT8_PROBES

@@ -52,3 +52,18 @@ def record_results(scheme: str, fp32_pte: str | os.PathLike[str], quantized_pte:
     )
     # The schemes this run exercised end to end; the Quantization page's test reads them.
     facts.record("schemes", [scheme], scheme)
+
+
+#: The one tolerance of every int8 program this site checks against the eager
+#: int8 model it was lowered from: the SQNR of the program's outputs, in dB,
+#: must reach it. Recipes show it to readers as ``MIN_SQNR_DB`` and pass it to
+#: :func:`record_min_sqnr`, which fails if the two ever differ.
+MIN_SQNR_DB = 10.0
+
+
+def record_min_sqnr(shown: float) -> None:
+    """Check the ``MIN_SQNR_DB`` a recipe shows against :data:`MIN_SQNR_DB`; record it as ``min_sqnr_db``."""
+    if shown != MIN_SQNR_DB:
+        raise AssertionError(f"the recipe checks at MIN_SQNR_DB = {shown:g}, the site's floor is {MIN_SQNR_DB:g} dB "
+                             "(xnnguide.recipe_checks.quantization.MIN_SQNR_DB): use one value")
+    facts.record("min_sqnr_db", MIN_SQNR_DB, f"{MIN_SQNR_DB:g} dB")

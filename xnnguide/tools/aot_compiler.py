@@ -33,6 +33,7 @@ import torch
 from torch.utils._pytree import tree_leaves
 
 from xnnguide.recipe_checks.delegation import delegate_calls, ops_inside_delegates, ops_outside_delegates
+from xnnguide.recipe_checks.quantization import MIN_SQNR_DB
 from xnnguide.tools import model_zoo
 from xnnguide.tools.model_zoo import one_line
 from xnnguide.tools.quantization import SCHEMES, quantize
@@ -57,9 +58,8 @@ FP32_TOLERANCE = (1e-4, 1e-4)
 # A quantized program is compared with the same quantized model in eager
 # PyTorch, which simulates integers with floats: values near a rounding
 # boundary land a step apart, and the steps add up over the layers of a deep
-# network. As in the Quantization guide's MobileNet V2 recipe, the bound is
-# a share of the largest fp32 output, with no relative term.
-QUANTIZED_TOLERANCE_SHARE = 0.35
+# network. As in the Quantization guide's recipes, the default check is the
+# SQNR of the outputs, at least the site's one floor (MIN_SQNR_DB).
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -109,9 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
     add("--test-after-export", action="store_true",
         help="run the .pte on the ExecuTorch runtime and compare it with eager PyTorch")
     add("--atol", type=float, help=f"absolute tolerance of the test (default: {FP32_TOLERANCE[0]:g} for fp32; "
-        f"{QUANTIZED_TOLERANCE_SHARE:g} x the largest fp32 output when quantized)")
+        f"none when quantized: then the SQNR must reach {MIN_SQNR_DB:g} dB)")
     add("--rtol", type=float,
-        help=f"relative tolerance of the test (default: {FP32_TOLERANCE[1]:g} for fp32; 0 when quantized)")
+        help=f"relative tolerance of the test (default: {FP32_TOLERANCE[1]:g} for fp32; 0 when quantized "
+        "and --atol is given)")
     add("--etrecord", type=Path, metavar="PATH", help="also write an ETRecord, for the ExecuTorch devtools' Inspector")
     add("-v", "--verbose", action="store_true",
         help="show the XNNPACK partitioner's debug log and the libraries' own messages")
@@ -415,20 +416,36 @@ def _check(args: argparse.Namespace, pte_path: Path, actual: list[Any], expected
     if fp32_outputs is None:
         (atol, rtol), reference = FP32_TOLERANCE, "eager fp32"
     else:
-        atol, rtol = QUANTIZED_TOLERANCE_SHARE * _largest(fp32_outputs), 0.0
+        atol, rtol = 0.0, 0.0
         reference = f"the {label} model in eager PyTorch"
+    by_sqnr = fp32_outputs is not None and args.atol is None and args.rtol is None
     atol = atol if args.atol is None else args.atol
     rtol = rtol if args.rtol is None else args.rtol
     error = _max_abs_error(actual, expected)
-    passed = all(torch.isclose(got.double(), want.double(), rtol, atol).all() for got, want in zip(actual, expected))
+    if by_sqnr:
+        sqnr = _sqnr(actual, expected)
+        passed = sqnr >= MIN_SQNR_DB
+        bound = f"SQNR {sqnr:.1f} dB, at least {MIN_SQNR_DB:g} dB"
+    else:
+        passed = all(torch.isclose(got.double(), want.double(), rtol, atol).all() for got, want in zip(actual, expected))
+        bound = f"atol {atol:.1e}, rtol {rtol:.1e}"
     print(f"  max abs error {error:.1e} against {reference} (largest output {_largest(expected):.2f}; "
-          f"atol {atol:.1e}, rtol {rtol:.1e}): {'passed' if passed else 'FAILED'}")
+          f"{bound}): {'passed' if passed else 'FAILED'}")
     if fp32_outputs is not None:
         print(f"  max abs error {_max_abs_error(actual, fp32_outputs):.1e} against eager fp32: "
               "what quantization costs, not checked")
     if not passed:
-        raise CheckFailed(f"the .pte differs from {reference} by up to {error:.1e}, over "
-                          f"atol {atol:.1e} + rtol {rtol:.1e}; {pte_path} is kept for inspection")
+        over = f"an SQNR of {sqnr:.1f} dB, under {MIN_SQNR_DB:g} dB" if by_sqnr else \
+            f"up to {error:.1e}, over atol {atol:.1e} + rtol {rtol:.1e}"
+        raise CheckFailed(f"the .pte differs from {reference} by {over}; {pte_path} is kept for inspection")
+
+
+def _sqnr(actual: Sequence[Any], expected: Sequence[Any]) -> float:
+    """The signal-to-quantization-noise ratio of *actual* against *expected*, in dB, over all outputs."""
+    from torchao.quantization.utils import compute_error
+
+    flat = [(got.double().flatten(), want.double().flatten()) for got, want in zip(actual, expected) if want.numel()]
+    return compute_error(torch.cat([want for _, want in flat]), torch.cat([got for got, _ in flat])).item()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
