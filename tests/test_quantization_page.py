@@ -439,7 +439,7 @@ def test_a_scheme_shown_without_its_defining_calls_is_reported(tmp_path):
 # ------------------------------------------- int8 tolerance and dynamic convolutions
 
 # A tolerance typed as a share of the largest output: the check this site dropped.
-SHARE_OF_LARGEST = re.compile(r"\b0?\.\d+\s*\*\s*[\w.\[\]\"' ]*\.abs\(\)\.max\(\)")
+SHARE_OF_LARGEST = re.compile(r"\b0?\.\d+\s*\*\s*(?:max\()?[\w.\[\]\"'() ]*\.abs\(\)\.max\(\)")
 
 
 def tolerance_problems(snippets: Path) -> list[str]:
@@ -461,16 +461,18 @@ def test_int8_recipes_check_with_the_one_sqnr_floor():
     assert not tolerance_problems(SNIPPETS), "\n" + "\n".join(tolerance_problems(SNIPPETS))
     users = [r.name for r in SNIPPETS.rglob("*.py") if "quantization.record_min_sqnr(MIN_SQNR_DB)" in r.read_text()]
     assert {"quantize_mobilenet_v2_int8_static.py", "quantize_digits_cnn_accuracy.py", "quantize_mlp_int8_dynamic.py",
-            "quantize_llm_8da4w.py"} <= set(users), users
+            "quantize_llm_8da4w.py", "quantize_digits_cnn_mixed_precision.py"} <= set(users), users
 
 
 def test_the_tolerance_checks_fail_on_a_typed_share_or_another_floor(tmp_path):
     from xnnguide.recipe_checks import quantization
 
-    (tmp_path / "share.py").write_text("tolerance = 0.35 * fp32_output.abs().max().item()\n")
+    (tmp_path / "share.py").write_text("tolerance = 0.35 * fp32_output.abs().max().item()\n"
+                                       "tolerance = 0.05 * max(model(x).abs().max().item() for x, _ in batches)\n")
     (tmp_path / "floor.py").write_text("MIN_SQNR_DB = 30.0\n")
     problems = "\n".join(tolerance_problems(tmp_path))
     assert "share.py:1: a tolerance typed as a share" in problems
+    assert "share.py:2: a tolerance typed as a share" in problems
     assert "floor.py: shows MIN_SQNR_DB but never checks it" in problems
     with pytest.raises(AssertionError, match="use one value"):
         quantization.record_min_sqnr(quantization.MIN_SQNR_DB + 1)

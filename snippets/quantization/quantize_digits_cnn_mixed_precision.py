@@ -200,37 +200,45 @@ for number, (name, module) in enumerate(modules.items()):
 # -----------------------------
 # Each ``.pte`` runs on the ExecuTorch runtime and is checked, batch by
 # batch, against the eager model it was lowered from: the fp32 program at
-# ``1e-4``; a quantized one within 5 % of the largest fp32 logit, since
-# eager PyTorch simulates int8 with floats and a value on a rounding
-# boundary can land one quantization step away.
+# ``1e-4``; a quantized one by the signal-to-quantization-noise ratio of
+# its logits, which must reach ``MIN_SQNR_DB``: eager PyTorch simulates
+# int8 with floats, so a value on a rounding boundary can land one
+# quantization step away, and an elementwise tolerance would have to be
+# loose enough to hide real errors.
 
 # [gallery-only mixed_run]
 # [start mixed_run]
 import os
 
 from executorch.runtime import Runtime
+from torchao.quantization.utils import compute_error
+
+MIN_SQNR_DB = 10.0  # a quantized .pte against the eager model it was lowered from
 
 runtime = Runtime.get()
-results = {}
+results, sqnr = {}, {}
 with torch.no_grad():
-    tolerance = 0.05 * max(model(x).abs().max().item() for x, _ in test_batches)
     for name, module in modules.items():
         method = runtime.load_program(paths[name]).load_method("forward")
-        atol, rtol = (1e-4, 1e-4) if name == "fp32" else (tolerance, 0)
-        for x, _ in test_batches:
-            torch.testing.assert_close(method.execute([x])[0], module(x), atol=atol, rtol=rtol)
+        program_logits = torch.cat([method.execute([x])[0] for x, _ in test_batches])
+        eager_logits = torch.cat([module(x) for x, _ in test_batches])
+        if name == "fp32":
+            torch.testing.assert_close(program_logits, eager_logits, atol=1e-4, rtol=1e-4)
+        else:
+            sqnr[name] = compute_error(eager_logits, program_logits).item()
+            assert sqnr[name] >= MIN_SQNR_DB, (name, sqnr[name])
         results[name] = (accuracy(lambda x: method.execute([x])[0]), os.path.getsize(paths[name]))
 for name, (value, size) in results.items():
-    print(f"{name:24s} accuracy {value:.2%}  {size:,} bytes")
+    print(f"{name:24s} accuracy {value:.2%}  {size:,} bytes", f"SQNR {sqnr[name]:.1f} dB" if name in sqnr else "")
 # [end mixed_run]
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks import facts
+from xnnguide.recipe_checks import facts, quantization
 
 # xnnguide_budget_seconds = 120
+quantization.record_min_sqnr(MIN_SQNR_DB)
 # A trained network: otherwise accuracy changes say nothing.
 assert fp32_accuracy > 0.9, fp32_accuracy
-assert tolerance > 0.05
 # Each single-layer model quantized exactly its layer; set_module_name none.
 assert all(int8_layers(module) == 1 for module in alone.values()), {k: int8_layers(m) for k, m in alone.items()}
 assert int8_layers(by_name) == 0
@@ -252,7 +260,7 @@ for name, (value, _) in results.items():
 facts.record("fp32_accuracy", fp32_accuracy, f"{fp32_accuracy:.2%}")
 facts.record("test_images", len(test_x), f"{len(test_x):,}")
 facts.record("calibration_images", BATCH * len(calibration_inputs), f"{BATCH * len(calibration_inputs):,}")
-facts.record("tolerance", tolerance, f"{tolerance:.3f}")
+facts.record("lowest_sqnr", min(sqnr.values()), f"{min(sqnr.values()):.1f} dB")
 facts.record("most_sensitive", most_sensitive)
 facts.record("least_sensitive", ranking[-1])
 facts.record("ranking", ranking, ", ".join(ranking))
