@@ -326,10 +326,13 @@ for name, tokens in pte_tokens.items():
 # %%
 # Perplexity and speed
 # --------------------
-# Each held-out window is one prefill of ``CONTEXT`` tokens at position 0,
-# in eager PyTorch and on the runtime alike. Prefill speed is the prompt's
-# tokens per second of one prefill call; decode speed is tokens per second
-# of single-token calls, both the median of repeated runs.
+# Perplexity over the first ``WINDOWS`` held-out windows: each program runs
+# one prefill of ``CONTEXT`` tokens per window at position 0, and each eager
+# model runs the same windows as one batch. The logits are checked against
+# the eager model's, with an explicit tolerance, for fp32 and ``8da4w``.
+# Prefill speed is the tokens per second of one prefill call of ``CONTEXT``
+# tokens; decode speed is the tokens per second of single-token calls; both
+# are medians of five runs.
 
 # [start llm_measure]
 import os
@@ -339,7 +342,7 @@ WINDOWS = 64
 
 
 def perplexity(logits):
-    return math.exp(F.cross_entropy(logits.flatten(0, 1), eval_targets[:WINDOWS].flatten()))
+    return F.cross_entropy(logits.flatten(0, 1), eval_targets[:WINDOWS].flatten()).exp().item()
 
 
 def pte_logits(method):
@@ -387,17 +390,18 @@ for name, method in methods.items():
 # [start llm_ptd]
 scheme = f"8da{BITS}w"
 split_program = export_llm(quantized_models[scheme], "char_llm_split.pte", external_constants=True)
-split_program.write_tensor_data_to_file(".")
-data_files = [f"{name}.ptd" for name in split_program.data_files()]
-print(data_files)
-split_method = runtime.load_program("char_llm_split.pte", data_path=data_files[0]).load_method("forward")
+os.makedirs("char_llm_data", exist_ok=True)
+split_program.write_tensor_data_to_file("char_llm_data")
+data_file = os.path.join("char_llm_data", *os.listdir("char_llm_data"))
+print(data_file)
+split_method = runtime.load_program("char_llm_split.pte", data_path=data_file).load_method("forward")
 
 check_tokens = eval_inputs[1][None]
 single_output = methods[scheme].execute([check_tokens, torch.tensor([0])])[0]
 split_output = split_method.execute([check_tokens, torch.tensor([0])])[0]
 torch.testing.assert_close(split_output, single_output, atol=0, rtol=0)
 print(f"single file: {os.path.getsize(f'char_llm_{scheme}.pte')} bytes; "
-      f"program {os.path.getsize('char_llm_split.pte')} + data {os.path.getsize(data_files[0])} bytes")
+      f"program {os.path.getsize('char_llm_split.pte')} + data {os.path.getsize(data_file)} bytes")
 # [end llm_ptd]
 
 # sphinx_gallery_start_ignore
@@ -410,10 +414,10 @@ assert all(width % GROUP_SIZE == 0 for width in widths + [model.embed.embedding_
 counts = torch.bincount(train_data, minlength=VOCAB).float() + 1
 unigram_perplexity = math.exp(-(counts / counts.sum()).log()[held_out].mean())
 assert fp32_perplexity < 0.6 * unigram_perplexity, (fp32_perplexity, unigram_perplexity)
-assert results["fp32"][0] == results["fp32"][0] and abs(results["fp32"][1] / results["fp32"][0] - 1) < 1e-3
+assert abs(results["fp32"][1] / results["fp32"][0] - 1) < 1e-3
 assert agreement(pte_tokens["fp32"], eager_tokens["fp32"]) == steps, "fp32 .pte strays from eager fp32"
 assert os.path.getsize(f"char_llm_{scheme}.pte") < 0.5 * os.path.getsize("char_llm_fp32.pte")
-assert os.path.getsize("char_llm_split.pte") < 0.5 * os.path.getsize(f"char_llm_{scheme}.pte")
+assert 0 < os.path.getsize(data_file) and os.path.getsize("char_llm_split.pte") < os.path.getsize(f"char_llm_{scheme}.pte")
 
 facts.record("train_tokens", len(train_data), f"{len(train_data):,}")
 facts.record("held_out_tokens", len(held_out), f"{len(held_out):,}")
@@ -459,8 +463,8 @@ facts.record("error_fp32", errors["fp32"], f"{errors['fp32']:.1g}")
 facts.record("speedup_decode", results[scheme][3] / results["fp32"][3], f"{results[scheme][3] / results['fp32'][3]:.2f}")
 facts.record("size_single", os.path.getsize(f"char_llm_{scheme}.pte"), f"{os.path.getsize(f'char_llm_{scheme}.pte'):,} bytes")
 facts.record("size_program", os.path.getsize("char_llm_split.pte"), f"{os.path.getsize('char_llm_split.pte'):,} bytes")
-facts.record("size_data", os.path.getsize(data_files[0]), f"{os.path.getsize(data_files[0]):,} bytes")
-facts.record("data_file", data_files[0], f"``{data_files[0]}``")
+facts.record("size_data", os.path.getsize(data_file), f"{os.path.getsize(data_file):,} bytes")
+facts.record("data_file", data_file, os.path.basename(data_file))
 # Tokens per second need the machine to themselves: with the next line this
 # recipe runs alone, before the recipes that run side by side.
 # sphinx_gallery_parallel = False
