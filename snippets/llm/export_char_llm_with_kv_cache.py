@@ -421,7 +421,7 @@ assert 0 < os.path.getsize(data_file) and os.path.getsize("char_llm_split.pte") 
 
 facts.record("train_tokens", len(train_data), f"{len(train_data):,}")
 facts.record("held_out_tokens", len(held_out), f"{len(held_out):,}")
-facts.record("modules", modules, ", ".join(f"``{name}``" for name in modules))
+facts.record("modules", modules, ", ".join(modules))
 facts.record("context", CONTEXT)
 facts.record("steps", STEPS)
 facts.record("batch", BATCH)
@@ -433,14 +433,14 @@ facts.record("fp32_perplexity", fp32_perplexity, f"{fp32_perplexity:.2f}")
 facts.record("unigram_perplexity", unigram_perplexity, f"{unigram_perplexity:.1f}")
 facts.record("group_size", GROUP_SIZE)
 facts.record("bits", BITS)
-facts.record("scheme", scheme, f"``{scheme}``")
+facts.record("scheme", scheme)
 facts.record("generated_steps", steps)
 generated_text = prompt + bytes(pte_tokens[scheme]).decode("ascii")
 facts.record("generated_text", generated_text, generated_text.replace("\n", "\u21b5"))
 rows = []
 for name, (eager_ppl, pte_ppl, prefill_speed, decode_speed, size) in results.items():
     rows.append([
-        name, f"{size / 1024:.0f} KiB", f"{eager_ppl:.3f}", f"{pte_ppl:.3f}",
+        name, f"{size / 1024:.0f} KiB", f"{eager_ppl:.4g}", f"{pte_ppl:.4g}",
         f"{agreement(pte_tokens[name], eager_tokens[name])} / {steps}",
         f"{agreement(pte_tokens[name], eager_tokens['fp32'])} / {steps}",
         f"{prefill_speed:,.0f}", f"{decode_speed:,.0f}",
