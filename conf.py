@@ -80,7 +80,7 @@ sphinx_gallery_conf = {
     # The gallery is grouped by task, one subsection (folder of snippets/) per
     # task, from first steps to advanced; each subsection's GALLERY_HEADER.rst
     # lists its recipes in order.
-    "subsection_order": ["../snippets/lowering", "../snippets/quantization", "../snippets/performance",
+    "subsection_order": ["../snippets/lowering", "../snippets/quantization", "../snippets/llm", "../snippets/performance",
                          "../snippets/troubleshooting"],
     "within_subsection_order": "xnnguide.site.recipes.RecipeOrder",
     "matplotlib_animations": False,

@@ -7,7 +7,7 @@ from conftest import SNIPPETS
 from xnnguide.records import recipe_files
 from xnnguide.site.recipes import RecipeOrder, listed_order
 
-SUBSECTIONS = ["lowering", "quantization", "performance", "troubleshooting"]
+SUBSECTIONS = ["lowering", "quantization", "llm", "performance", "troubleshooting"]
 
 
 def test_every_recipe_sits_in_a_task_subsection():

@@ -100,10 +100,10 @@ print(type(quantized_model.embed.weight).__name__, type(quantized_model.head.wei
 # ----------------------------------
 # Exported, the quantized embedding is a ``torchao.dequantize_affine`` of the
 # int4 table followed by an ordinary ``embedding``. XNNPACK has no embedding
-# operator, so this stays outside the delegate, and ExecuTorch has no kernel
-# for ``dequantize_affine``: left as is, ``to_executorch`` fails with
-# ``Missing out variants: {'torchao::dequantize_affine'}``. Two things, both
-# part of the ``executorch`` wheel, make it run:
+# operator, so this pair stays outside the delegate, and ExecuTorch has no
+# kernel for ``dequantize_affine``. ``to_executorch`` with its default
+# settings therefore refuses the program; the recipe tries it and prints the
+# error. Two things, both part of the ``executorch`` wheel, make it run:
 #
 # 1. ``ExecutorchBackendConfig(do_quant_fusion_and_const_prop=True)`` makes
 #    ``to_executorch`` fuse the pair into one
@@ -111,18 +111,15 @@ print(type(quantized_model.embed.weight).__name__, type(quantized_model.head.wei
 #    values per byte at export time.
 # 2. Importing ``executorch.kernels.quantized`` loads the quantized kernel
 #    library, which registers that operator's kernel with the runtime in this
-#    process; nothing else in the recipe uses the module. Without it,
-#    loading the method fails with ``Missing operator:
-#    quantized_decomposed::embedding_4bit.out``. (A C++ application links the
-#    ``quantized_ops_lib`` kernel library instead.)
+#    process (a C++ application links the ``quantized_ops_lib`` kernel
+#    library instead). The recipe first loads the program without it, and
+#    prints what the runtime says.
 
 # [start quant_8da4w_lower]
-import executorch.kernels.quantized  # noqa: F401  (registers embedding_4bit.out with the runtime)
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 from executorch.backends.xnnpack.utils.configs import get_transform_passes
 from executorch.devtools.backend_debug import get_delegation_info
 from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
-
 
 
 def lower_to_pte(module, path):
@@ -145,6 +142,51 @@ _, fp32_delegation = lower_to_pte(model, "decoder_fp32.pte")
 executorch_program, int8_delegation = lower_to_pte(quantized_model, "decoder_8da4w.pte")
 print(int8_delegation.get_summary())
 # [end quant_8da4w_lower]
+
+# %%
+# Without the fusion, and without the kernels
+# -------------------------------------------
+# The same quantized model, lowered the same way, but written with
+# ``to_executorch()``'s default settings; then the fused program, loaded
+# before the quantized kernel library is imported. The runtime's operator
+# registry says which kernels it has.
+
+# [start quant_8da4w_failures]
+from executorch.runtime import Runtime
+
+edge_program = to_edge_transform_and_lower(
+    torch.export.export(quantized_model, example_inputs),
+    transform_passes=get_transform_passes(),
+    partitioner=[XnnpackPartitioner()],
+)
+try:
+    edge_program.to_executorch()
+except RuntimeError as error:
+    unfused_error = f"{type(error).__name__}: {error}"
+print(unfused_error)
+
+runtime = Runtime.get()
+print("embedding_4bit kernel registered:",
+      "quantized_decomposed::embedding_4bit.out" in runtime.operator_registry.operator_names)
+try:
+    runtime.load_program("decoder_8da4w.pte").load_method("forward")
+except RuntimeError as error:
+    load_error = f"{type(error).__name__}: {error}"
+print(load_error)
+
+import executorch.kernels.quantized  # noqa: F401, E402  (registers embedding_4bit.out with the runtime)
+
+print("embedding_4bit kernel registered:",
+      "quantized_decomposed::embedding_4bit.out" in runtime.operator_registry.operator_names)
+# [end quant_8da4w_failures]
+
+# sphinx_gallery_start_ignore
+from xnnguide.recipe_checks.runtime_errors import error_name
+
+assert unfused_error.startswith("RuntimeError: Missing out variants: {"), unfused_error
+assert "torchao::dequantize_affine" in unfused_error, unfused_error
+assert error_name(load_error) == "OperatorMissing", load_error
+# sphinx_gallery_end_ignore
 
 # %%
 # The program's operators outside XNNPACK
@@ -176,11 +218,9 @@ assert "quantized_decomposed::embedding_4bit.out" in operators
 import os
 
 from executorch.devtools import Inspector
-from executorch.runtime import Runtime
 from torchao.quantization.utils import compute_error
 
 MIN_SQNR_DB = 10.0  # the 8da4w .pte against its quantized eager model
-runtime = Runtime.get()
 test_tokens = torch.randint(0, 512, (1, 32), generator=torch.Generator().manual_seed(1))
 
 fp32_program = runtime.load_program("decoder_fp32.pte")
@@ -247,6 +287,9 @@ facts.record("max_error_vs_fp32", max_error_fp32, f"{max_error_fp32:.3f}")
 facts.record("qb4w_operator", qb4w_ops[0], qb4w_ops[0])
 facts.record("qb4w_count", len(qb4w_ops))
 facts.record("outside_operators", operators, ", ".join(operators))
+facts.record("unfused_error", unfused_error, unfused_error)
+facts.record("load_error", load_error, load_error)
+facts.record("load_error_name", error_name(load_error), error_name(load_error))
 quantization.record_results(
     "8da4w", "decoder_fp32.pte", "decoder_8da4w.pte", fp32_delegation, int8_delegation,
     error_vs_int8_eager, error_vs_fp32, eager="8da4w",
