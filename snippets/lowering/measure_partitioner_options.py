@@ -207,16 +207,16 @@ assert per_op["delegate calls"] > default["delegate calls"] and not per_op["outs
 # holds more than one of them: XNNPACK packs a delegate's weights when the
 # method loads, and a delegate with many layers holds their unpacked and
 # packed copies at the same time. To see the effect, lower a stack of large
-# linear layers both ways, then load and run each ``.pte`` in a fresh
-# process, which reports how much the load raised its peak memory and how
-# long one run takes.
+# linear layers both ways, then load and run each ``.pte`` in a child
+# process, which resets its memory peak before each load and reports how
+# much the load raised it, and how long one run takes.
 
 # [start per_op_memory]
 import json
 import subprocess
 import sys
 
-layers, width = 8, 1024
+layers, width = 4, 1024
 stack = torch.nn.Sequential(
     *[torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.ReLU()) for _ in range(layers)]
 ).eval()
@@ -228,27 +228,35 @@ stack_per_op = lower_and_check(
 )
 
 child = """
-import json, resource, sys, time, torch
+import json, sys, time, torch
 from executorch.runtime import Runtime
 runtime = Runtime.get()
-def resident():
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * resource.getpagesize()
-inputs = [torch.randn(1, int(sys.argv[2]))]
-before = resident()
-method = runtime.load_program(sys.argv[1]).load_method("forward")
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kilobytes on Linux
-method.execute(inputs)  # warm-up
-start = time.perf_counter()
-for _ in range(20):
-    method.execute(inputs)
-print(json.dumps({"load_peak_mib": (peak - before) / 2**20, "run_ms": (time.perf_counter() - start) / 20 * 1e3}))
+def memory(field):  # Linux: VmRSS is resident memory now, VmHWM its peak
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith(field))
+inputs = [torch.randn(1, int(sys.argv[1]))]
+measured = {}
+for path in sys.argv[2:]:
+    with open("/proc/self/clear_refs", "w") as clear_refs:
+        clear_refs.write("5")  # reset the peak to the current resident memory
+    before = memory("VmRSS:")
+    program = runtime.load_program(path)
+    method = program.load_method("forward")
+    peak = memory("VmHWM:")
+    method.execute(inputs)  # warm-up
+    start = time.perf_counter()
+    for _ in range(20):
+        method.execute(inputs)
+    run_ms = (time.perf_counter() - start) / 20 * 1e3
+    measured[path] = {"load_peak_mib": (peak - before) / 2**20, "run_ms": run_ms}
+    del method, program
+print(json.dumps(measured))
 """
-memory = {}
-for name, path in [("default", "options_stack_default.pte"), ("per_op_mode=True", "options_stack_per_op.pte")]:
-    completed = subprocess.run([sys.executable, "-c", child, path, str(width)],
-                               capture_output=True, text=True, timeout=300, check=True)
-    memory[name] = json.loads(completed.stdout.strip().splitlines()[-1])
+paths = {"default": "options_stack_default.pte", "per_op_mode=True": "options_stack_per_op.pte"}
+completed = subprocess.run([sys.executable, "-c", child, str(width), *paths.values()],
+                           capture_output=True, text=True, timeout=300, check=True)
+measured = json.loads(completed.stdout.strip().splitlines()[-1])
+memory = {name: measured[path] for name, path in paths.items()}
 print(f"weights: {weight_mib:.0f} MiB in {layers} layers")
 for name, measured in memory.items():
     print(f"{name}: load raised peak memory by {measured['load_peak_mib']:.0f} MiB, one run {measured['run_ms']:.1f} ms")
