@@ -615,7 +615,7 @@ def run_extra(column: str, runtime) -> list[ProbeResult]:
 class Condition:
     """A restriction a config's ``check_constraints`` enforces, with a probe it must refuse and one it must take.
 
-    *accepted* ``None`` means the operator's fp32 probe (in :data:`FP32_PROBES`), which the fp32 column checks.
+    *accepted* ``None`` means the operator's fp32 probe (in ``FP32_PROBES``), which the fp32 column checks.
     """
 
     target: str
@@ -725,7 +725,7 @@ def _rounds(conditions: list[Condition]) -> list[list[Condition]]:
 
 
 def run_conditions(runtime, fp32_results: list[ProbeResult]) -> list[ConditionResult]:
-    """Probe every condition of :data:`CONDITIONS`; accepted forms that are the fp32 probe reuse *fp32_results*."""
+    """Probe every condition of ``CONDITIONS``; accepted forms that are the fp32 probe reuse *fp32_results*."""
     fp32 = {r.claim.target: r for r in fp32_results if r.claim.precision == FP32}
     refused, accepted = {}, {}
     for dynamic in (False, True):
