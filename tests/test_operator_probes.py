@@ -108,3 +108,39 @@ def test_real_probes_pass_and_fail_as_they_should(runtime):
     softmax = Claim("_softmax.default", "SoftmaxConfig", probes.FP32)
     rejected = probes.run_probe(softmax, runtime, build=lambda: (torch.nn.Softmax(dim=0), (torch.randn(4, 8),)))
     assert rejected.status == probes.NOT_DELEGATED and "left outside" in rejected.detail
+
+
+def test_a_condition_is_confirmed_only_by_a_refusal_and_a_verified_acceptance():
+    condition = next(c for c in probes.CONDITIONS if c.target == "pow.Tensor_Scalar")
+    pow_fp32 = Claim("pow.Tensor_Scalar", "PowConfig", probes.FP32)
+    refused = probes.ProbeResult(pow_fp32, probes.REFUSED, "1 node(s) left outside XNNPACK")
+    verified = probes.ProbeResult(pow_fp32, probes.VERIFIED, "", 0.0, 1e-4)
+    assert probes.ConditionResult(condition, refused, verified).confirmed
+    taken = probes.ConditionResult(condition, verified, verified)  # the "refused" form was delegated
+    assert not taken.confirmed and "NOT CONFIRMED" in taken.cell()
+    assert not probes.ConditionResult(condition, refused, refused).confirmed
+
+
+def test_table_shows_the_extra_columns_and_the_probed_conditions():
+    condition = probes.CONDITIONS[0]
+    claim = Claim(condition.target, "AddConfig", probes.FP32)
+    verified = probes.ProbeResult(claim, probes.VERIFIED, "", 0.0, 1e-4)
+    refused = probes.ProbeResult(claim, probes.REFUSED, "1 node(s) left outside XNNPACK")
+    extra = {probes.FP16: [verified], probes.DYNAMIC: [refused]}
+    header, rows = probes.table([verified], extra, [probes.ConditionResult(condition, refused, verified)])
+    assert header[-3:-1] == list(probes.EXTRA_COLUMNS)
+    assert rows[0][-3].startswith("verified") and rows[0][-2].startswith(probes.REFUSED)
+    assert rows[0][-1].startswith(condition.text) and "refused" in rows[0][-1]
+
+
+def test_real_condition_probes_are_refused_and_taken(runtime):
+    # pow: the docstring says "powers of two", the code takes only the integer 2.
+    pow_conditions = [c for c in probes.CONDITIONS if c.target == "pow.Tensor_Scalar"]
+    found = probes._side_by_side(probes.FP32, {"pow.Tensor_Scalar": pow_conditions[0].refused}, runtime,
+                                 lower_only=True)
+    assert found["pow.Tensor_Scalar"].status == probes.REFUSED
+    # max_pool2d: ceil mode is refused only with dynamic shapes.
+    ceil = next(c for c in probes.CONDITIONS if c.target == "max_pool2d.default" and c.dynamic)
+    static = probes._side_by_side(probes.FP32, {ceil.target: ceil.accepted}, runtime)
+    dynamic = probes._side_by_side(probes.FP32, {ceil.target: ceil.refused}, runtime, lower_only=True, dynamic=True)
+    assert static[ceil.target].verified and dynamic[ceil.target].status == probes.REFUSED

@@ -200,6 +200,86 @@ assert per_op["delegate calls"] > default["delegate calls"] and not per_op["outs
 # sphinx_gallery_end_ignore
 
 # %%
+# ``per_op_mode`` and peak memory
+# -------------------------------
+# ExecuTorch's LLaVA export script lowers its text decoder's dynamically
+# quantized linear layers with ``per_op_mode=True``, so that no delegate
+# holds more than one of them: XNNPACK packs a delegate's weights when the
+# method loads, and a delegate with many layers holds their unpacked and
+# packed copies at the same time. To see the effect, lower a stack of large
+# linear layers both ways, then load and run each ``.pte`` in a child
+# process, which resets its memory peak before each load and reports how
+# much the load raised it, and how long one run takes.
+
+# [start per_op_memory]
+import json
+import subprocess
+import sys
+
+layers, width = 4, 1024
+stack = torch.nn.Sequential(
+    *[torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.ReLU()) for _ in range(layers)]
+).eval()
+stack_inputs = (torch.randn(1, width),)
+weight_mib = sum(p.numel() * p.element_size() for p in stack.parameters()) / 2**20
+stack_default = lower_and_check(stack, stack_inputs, XnnpackPartitioner(), "options_stack_default.pte", atol=1e-4)
+stack_per_op = lower_and_check(
+    stack, stack_inputs, XnnpackPartitioner(per_op_mode=True), "options_stack_per_op.pte", atol=1e-4
+)
+
+child = """
+import json, sys, time, torch
+from executorch.runtime import Runtime
+runtime = Runtime.get()
+def memory(field):  # Linux: VmRSS is resident memory now, VmHWM its peak
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith(field))
+inputs = [torch.randn(1, int(sys.argv[1]))]
+measured = {}
+for path in sys.argv[2:]:
+    with open("/proc/self/clear_refs", "w") as clear_refs:
+        clear_refs.write("5")  # reset the peak to the current resident memory
+    before = memory("VmRSS:")
+    program = runtime.load_program(path)
+    method = program.load_method("forward")
+    peak = memory("VmHWM:")
+    method.execute(inputs)  # warm-up
+    start = time.perf_counter()
+    for _ in range(20):
+        method.execute(inputs)
+    run_ms = (time.perf_counter() - start) / 20 * 1e3
+    measured[path] = {"load_peak_mib": (peak - before) / 2**20, "run_ms": run_ms}
+    del method, program
+print(json.dumps(measured))
+"""
+paths = {"default": "options_stack_default.pte", "per_op_mode=True": "options_stack_per_op.pte"}
+completed = subprocess.run([sys.executable, "-c", child, str(width), *paths.values()],
+                           capture_output=True, text=True, timeout=300, check=True)
+measured = json.loads(completed.stdout.strip().splitlines()[-1])
+memory = {name: measured[path] for name, path in paths.items()}
+print(f"weights: {weight_mib:.0f} MiB in {layers} layers")
+for name, measured in memory.items():
+    print(f"{name}: load raised peak memory by {measured['load_peak_mib']:.0f} MiB, one run {measured['run_ms']:.1f} ms")
+# [end per_op_memory]
+
+# sphinx_gallery_start_ignore
+assert stack_default["delegate calls"] == 1 and stack_per_op["delegate calls"] == layers, (stack_default, stack_per_op)
+default_peak = memory["default"]["load_peak_mib"]
+per_op_peak = memory["per_op_mode=True"]["load_peak_mib"]
+# What the page says: one delegate peaks near twice the weights (unpacked and
+# packed at once), one delegate per layer near the weights plus one layer.
+assert default_peak > 1.6 * weight_mib, (default_peak, weight_mib)
+assert per_op_peak < 1.4 * weight_mib, (per_op_peak, weight_mib)
+facts.record("stack_layers", layers)
+facts.record("stack_width", width)
+facts.record("stack_weight_mib", weight_mib, f"{weight_mib:.0f} MiB")
+facts.record("default_load_peak", default_peak, f"{default_peak:.0f} MiB")
+facts.record("per_op_load_peak", per_op_peak, f"{per_op_peak:.0f} MiB")
+facts.record("default_run_ms", memory["default"]["run_ms"], f"{memory['default']['run_ms']:.1f} ms")
+facts.record("per_op_run_ms", memory["per_op_mode=True"]["run_ms"], f"{memory['per_op_mode=True']['run_ms']:.1f} ms")
+# sphinx_gallery_end_ignore
+
+# %%
 # ``configs``: which operators XNNPACK may take
 # ---------------------------------------------
 # ``configs`` replaces the full list (``ALL_PARTITIONER_CONFIGS``) with the
@@ -355,9 +435,24 @@ print(f"enable_bf16=True:  {bf16_enabled['delegate calls']} delegate call(s), "
       f"outside: {describe(bf16_enabled['outside'])}")
 # [end enable_bf16]
 
+# %%
+# fp16 needs no option: the configs' dtype check accepts float16 along with
+# float32, so a half-precision ``linear`` is delegated by default.
+
+# [start fp16_default]
+fp16_model = torch.nn.Sequential(torch.nn.Linear(16, 8)).to(torch.float16).eval()
+fp16_inputs = (torch.randn(2, 16, dtype=torch.float16),)
+fp16_default = lower_and_check(fp16_model, fp16_inputs, XnnpackPartitioner(), "options_fp16_default.pte", atol=1e-2)
+print(f"fp16 Linear, default: {fp16_default['delegate calls']} delegate call(s), "
+      f"outside: {describe(fp16_default['outside'])}")
+# [end fp16_default]
+
 # sphinx_gallery_start_ignore
 assert bf16_default["delegate calls"] == 0 and bf16_default["outside"], bf16_default
 assert bf16_enabled["delegate calls"] == 1 and not bf16_enabled["outside"], bf16_enabled
+assert fp16_default["delegate calls"] == 1 and not fp16_default["outside"], fp16_default
+facts.record("fp16_default_calls", fp16_default["delegate calls"])
+facts.record("fp16_default_outside", describe(fp16_default["outside"]))
 measured = [
     ("(defaults)", "SmallConvNet", default),
     ("per_op_mode=True", "SmallConvNet", per_op),
@@ -367,6 +462,9 @@ measured = [
     ("force_non_static_weights_for_f32_linear=True", "3-layer MLP", as_inputs),
     ("(defaults)", "bf16 Linear", bf16_default),
     ("enable_bf16=True", "bf16 Linear", bf16_enabled),
+    ("(defaults)", "fp16 Linear", fp16_default),
+    ("(defaults)", f"{layers} Linear layers", stack_default),
+    ("per_op_mode=True", f"{layers} Linear layers", stack_per_op),
 ]
 facts.record_table(
     "measured",

@@ -167,9 +167,26 @@ assert site_absent.status == operator_probes.NOT_DELEGATED, site_absent
 
 start = time.perf_counter()
 results = operator_probes.run_all(runtime)
-elapsed = time.perf_counter() - start
 status_counts = Counter(result.status for result in results)
-header, rows = operator_probes.table(results)
+conditions = operator_probes.run_conditions(runtime, results)
+extra = {column: operator_probes.run_extra(column, runtime) for column in operator_probes.EXTRA_COLUMNS}
+elapsed = time.perf_counter() - start
+header, rows = operator_probes.table(results, extra, conditions)
+
+# Every condition shown was refused in its refused form and verified in its accepted form.
+unconfirmed = [c.cell() for c in conditions if not c.confirmed]
+assert not unconfirmed, unconfirmed
+# pow: the config's docstring says "powers of two", but x**4 is refused (only the integer 2 is taken).
+pow_refused = next(c for c in conditions if c.condition.target == "pow.Tensor_Scalar")
+assert pow_refused.condition.refused_form == "x**4" and pow_refused.confirmed
+# The extra columns: every cell is a measured outcome; anything but "verified"
+# or "not delegated" (a refusal, which the conditions column explains) is a failure.
+for column, found in extra.items():
+    assert {r.status for r in found} <= {operator_probes.VERIFIED, operator_probes.REFUSED}, (column, found)
+fp16_refused = sorted(r.claim.target for r in extra[operator_probes.FP16] if not r.verified)
+dynamic_refused = sorted(r.claim.target for r in extra[operator_probes.DYNAMIC] if not r.verified)
+condition_targets = {c.condition.target for c in conditions}
+assert set(fp16_refused + dynamic_refused) <= condition_targets, (fp16_refused, dynamic_refused)
 
 # The reader's check and the site's agree on the operators probed above.
 assert ATOL == operator_probes.FP32_ATOL and RTOL == operator_probes.FP32_RTOL
@@ -201,6 +218,18 @@ for precision in operator_probes.PRECISIONS:
 facts.record("fp32_atol", operator_probes.FP32_ATOL, f"{operator_probes.FP32_ATOL:g}")
 facts.record("fp32_rtol", operator_probes.FP32_RTOL, f"{operator_probes.FP32_RTOL:g}")
 facts.record("dynamic_relative", operator_probes.DYNAMIC_RELATIVE, f"{operator_probes.DYNAMIC_RELATIVE:.0%}")
+for key, column in (("fp16", operator_probes.FP16), ("dynamic_shapes", operator_probes.DYNAMIC)):
+    facts.record(f"probed_{key}", len(extra[column]))
+    facts.record(f"verified_{key}", sum(r.verified for r in extra[column]))
+facts.record("fp16_refused", ", ".join(fp16_refused))
+facts.record("dynamic_refused", ", ".join(dynamic_refused))
+facts.record("conditions", len(conditions))
+facts.record("fp16_atol", operator_probes.FP16_ATOL, f"{operator_probes.FP16_ATOL:g}")
+facts.record("fp16_rtol", operator_probes.FP16_RTOL, f"{operator_probes.FP16_RTOL:g}")
+facts.record("batch_range", [operator_probes.BATCH_MIN, operator_probes.BATCH_MAX],
+             f"{operator_probes.BATCH_MIN} to {operator_probes.BATCH_MAX}")
+facts.record("vec_shape", list(operator_probes.VEC), " × ".join(map(str, operator_probes.VEC)))
+facts.record("img_shape", list(operator_probes.IMG), " × ".join(map(str, operator_probes.IMG)))
 facts.record("negative_softmax", site_wrong_axis.cell())
 facts.record("negative_absent", site_absent.cell())
 facts.record_table(

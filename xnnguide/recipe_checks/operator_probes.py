@@ -99,23 +99,6 @@ def claims() -> list[Claim]:
     return found
 
 
-def config_conditions() -> dict[str, str]:
-    """Per operator, the first sentence of its config's ``check_constraints`` docstring (``""`` if none).
-
-    Configs that add conditions beyond dtypes (pooling modes, softmax dimension...) usually say so there.
-    """
-    import inspect
-
-    from executorch.backends.xnnpack.partition.config import ALL_PARTITIONER_CONFIGS
-
-    conditions = {}
-    for config in ALL_PARTITIONER_CONFIGS:
-        method = config.__dict__.get("check_constraints")
-        doc = " ".join(inspect.cleandoc(method.__doc__ or "").split()) if method else ""
-        conditions[config.target_name] = doc.split(". ")[0].rstrip(".") + "." if doc else ""
-    return conditions
-
-
 class _Op(torch.nn.Module):
     """A module whose forward is one function of its inputs."""
 
@@ -132,12 +115,16 @@ def _fn(fn: Callable[..., torch.Tensor], *inputs: Callable[[], torch.Tensor]):
     return lambda: (_Op(fn), tuple(make() for make in inputs))
 
 
+#: The shapes of the probes' inputs: a batch of two 16-vectors, one 4-channel 8x8 image.
+VEC, IMG = (2, 16), (1, 4, 8, 8)
+
+
 def _vec() -> torch.Tensor:
-    return torch.randn(2, 16)  # a batch of two 16-vectors
+    return torch.randn(VEC)
 
 
 def _img() -> torch.Tensor:
-    return torch.randn(1, 4, 8, 8)  # one 4-channel 8x8 image
+    return torch.randn(IMG)
 
 
 def _positive() -> torch.Tensor:
@@ -178,7 +165,7 @@ FP32_PROBES: dict[str, Callable[[], tuple[torch.nn.Module, Inputs]]] = {
     "leaky_relu.default": _fn(lambda x: F.leaky_relu(x, 0.1), _vec),
     "linear.default": lambda: (torch.nn.Linear(16, 8), (_vec(),)),
     "log.default": _fn(torch.log, _positive),
-    # XNNPACK's max.dim takes 4-D input, the last two dims, and keepdim=True.
+    # XNNPACK's max.dim takes 4-D input only (see CONDITIONS).
     "max.dim": _fn(lambda x: torch.max(x, dim=3, keepdim=True)[0], _img),
     "maximum.default": _fn(torch.maximum, _vec, _vec),
     "max_pool2d.default": _fn(lambda x: F.max_pool2d(x, 2), _img),
@@ -328,13 +315,13 @@ def probe_for(claim: Claim) -> Callable[[], tuple] | None:
     return table.get(claim.target)
 
 
-def lower(claim: Claim, model: torch.nn.Module, inputs: Inputs):
+def lower(claim: Claim, model: torch.nn.Module, inputs: Inputs, dynamic_shapes=None):
     """Export *model* and lower it to XNNPACK the way a reader would; return the Edge program."""
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.backends.xnnpack.utils.configs import get_transform_passes, get_xnnpack_edge_compile_config
     from executorch.exir import to_edge, to_edge_transform_and_lower
 
-    exported = torch.export.export(model, inputs)
+    exported = torch.export.export(model, inputs, dynamic_shapes=dynamic_shapes)
     if (claim.precision, claim.target) in LEGACY_FLOW:
         edge = to_edge(exported, compile_config=get_xnnpack_edge_compile_config())
         return edge.transform(get_transform_passes()).to_backend(XnnpackPartitioner())
@@ -343,6 +330,11 @@ def lower(claim: Claim, model: torch.nn.Module, inputs: Inputs):
         exported, transform_passes=get_transform_passes(), partitioner=[XnnpackPartitioner()],
         compile_config=get_xnnpack_edge_compile_config(skip_dim_order=True) if skip_dim_order else None,
     )
+
+
+def _symbolic(node: torch.fx.Node) -> bool:
+    value = node.meta.get("val")
+    return isinstance(value, torch.Tensor) and any(not isinstance(d, int) for d in value.shape)
 
 
 def _calls(node: torch.fx.Node, *prefixes: str) -> bool:
@@ -356,6 +348,7 @@ class DelegatedNode:
     target: str
     dequantized_input: bool  # some input comes from a dequantize node in the same delegate
     quantized_output: bool  # every user is a quantize node in the same delegate
+    symbolic: bool = False  # some input has a symbolic (dynamic) dimension
 
 
 @dataclass(frozen=True)
@@ -369,7 +362,8 @@ class Lowering:
     def read(cls, graph_module: torch.fx.GraphModule) -> Lowering:
         inside = tuple(
             DelegatedNode(op_name(node), any(_calls(arg, "dequantize_") for arg in node.all_input_nodes),
-                          bool(node.users) and all(_calls(user, "quantize_", "choose_qparams") for user in node.users))
+                          bool(node.users) and all(_calls(user, "quantize_", "choose_qparams") for user in node.users),
+                          any(_symbolic(arg) for arg in node.all_input_nodes))
             for graph in delegated_graphs(graph_module) for node in graph.graph.nodes if node.op == "call_function"
         )
         return cls(dict(ops_outside_delegates(graph_module)), inside)
@@ -475,7 +469,17 @@ def run_all(runtime) -> list[ProbeResult]:
     """
     runs: dict[tuple, ProbeRun] = {}
     results = []
+    # The fp32 probes first side by side, in one program per lowering flow; a
+    # claim not verified that way is probed again alone before it is judged.
+    fp32 = [c.target for c in claims() if c.precision == FP32 and c.target in FP32_PROBES]
+    together = {}
+    for group in _flow_groups(fp32):
+        together.update(_side_by_side(FP32, {t: FP32_PROBES[t] for t in group}, runtime))
     for claim in claims():
+        found = together.get(claim.target) if claim.precision == FP32 else None
+        if found is not None and found.verified:
+            results.append(ProbeResult(claim, VERIFIED, "", found.max_abs_error, found.tolerance))
+            continue
         build = probe_for(claim)
         key = (build, claim.precision, (claim.precision, claim.target) in LEGACY_FLOW, claim.target in SKIP_DIM_ORDER)
         if build is not None and key not in runs:
@@ -484,7 +488,261 @@ def run_all(runtime) -> list[ProbeResult]:
     return results
 
 
-def table(results: list[ProbeResult]) -> tuple[list[str], list[list[str]]]:
+#: Two more columns, measured for every operator with an fp32 claim: the same
+#: probe in half precision (the configs' common dtype check admits float16
+#: wherever it admits float32), and the same probe exported with a dynamic
+#: batch dimension.
+FP16, DYNAMIC = "fp16", "dynamic shapes"
+EXTRA_COLUMNS = (FP16, DYNAMIC)
+#: fp16 keeps about three significant digits; the reference is fp32 eager on the fp16-rounded inputs.
+FP16_ATOL = FP16_RTOL = 1e-2
+#: Dynamic probes: dimension 0 of every input is one ``torch.export.Dim`` with
+#: this range, exported at size 2 (inputs of size 1 are doubled) and run at sizes 2 and 3.
+BATCH_MIN, BATCH_MAX = 1, 4
+#: Outcomes of the two extra columns that are findings, not failed claims.
+REFUSED, NOT_DYNAMIC = "not delegated", "NOT DYNAMIC"
+
+#: Dynamic-shape forms of probes whose fp32 form would pin the batch size.
+DYNAMIC_PROBES = {"view_copy.default": _fn(lambda x: x.reshape(x.shape[0] * 2, 8), _vec)}
+
+
+class _SideBySide(torch.nn.Module):
+    """Several probe models in one program, so that one lowering judges them all."""
+
+    def __init__(self, models: list[torch.nn.Module], arities: list[int]):
+        super().__init__()
+        self.models, self.arities = torch.nn.ModuleList(models), arities
+
+    def forward(self, *inputs: torch.Tensor):
+        outputs, start = [], 0
+        for model, arity in zip(self.models, self.arities):
+            outputs.append(model(*inputs[start:start + arity]))
+            start += arity
+        return tuple(outputs)
+
+
+def _flow_groups(targets: list[str]) -> list[list[str]]:
+    """*targets* split by the lowering flow their probes need (see ``lower``)."""
+    legacy = [t for t in targets if (FP32, t) in LEGACY_FLOW]
+    skip = [t for t in targets if t in SKIP_DIM_ORDER]
+    return [group for group in ([t for t in targets if t not in legacy + skip], legacy, skip) if group]
+
+
+def _batch(x: torch.Tensor, size: int) -> torch.Tensor:
+    """*x* with dimension 0 grown to *size* by repeating its rows, flipped so that they differ."""
+    rows = [x, x.flip(-1)] * size
+    return torch.cat(rows)[:size]
+
+
+def _side_by_side(column: str, builds: dict[str, Callable[[], tuple]], runtime, lower_only: bool = False,
+                  dynamic: bool = False) -> dict[str, ProbeResult]:
+    """Lower the probes *builds* (target -> builder) as one program and judge each target in *column*."""
+    targets = list(builds)
+    results = {}
+    try:
+        torch.manual_seed(0)
+        models, inputs, arities, expected = [], [], [], []
+        for target in targets:
+            model, args = builds[target]()[:2]
+            if column == FP16:
+                args = tuple(x.half() for x in args)
+                with torch.no_grad():
+                    expected.append(model(*[x.float() for x in args]))
+                model = model.half()
+            if dynamic:
+                args = tuple(_batch(x, 2) for x in args)
+            models.append(model)
+            inputs.extend(args)
+            arities.append(len(args))
+        side = _SideBySide(models, arities).eval()
+        shapes = None
+        if dynamic:
+            batch = torch.export.Dim("batch", min=BATCH_MIN, max=BATCH_MAX)
+            shapes = (tuple({0: batch} for _ in inputs),)
+        edge = lower(Claim(targets[0], "", FP32), side, tuple(inputs), dynamic_shapes=shapes)
+        lowering = Lowering.read(edge.exported_program().graph_module)
+        runs = []
+        if not lower_only:
+            program = runtime.load_program(edge.to_executorch().buffer)
+            sizes = (2, 3) if dynamic else (None,)
+            for size in sizes:
+                args = tuple(inputs) if size is None else tuple(_batch(x, size) for x in inputs)
+                with torch.no_grad():
+                    eager = expected if column == FP16 else list(side(*args))
+                runs.append((eager, program.load_method("forward").execute(list(args))))
+    except Exception as error:  # one failure fails the whole group: report it on each target
+        message = traceback.format_exception_only(type(error), error)[-1].strip().splitlines()[0][:160]
+        return {t: ProbeResult(Claim(t, "", column), FAILED, message) for t in targets}
+    for index, target in enumerate(targets):
+        claim = Claim(target, "", column)
+        problem = delegation_problem(Claim(target, "", FP32), lowering)
+        if problem:
+            results[target] = ProbeResult(claim, REFUSED, problem)
+            continue
+        if dynamic and not any(n.symbolic for n in lowering.inside if n.target == target):
+            results[target] = ProbeResult(claim, NOT_DYNAMIC, "export made its input sizes static")
+            continue
+        result = ProbeResult(claim, VERIFIED, "", 0.0, 0.0)
+        for eager, actual in runs:
+            want, got = eager[index], actual[index]
+            atol, rtol = (FP16_ATOL, FP16_RTOL) if column == FP16 else (FP32_ATOL, FP32_RTOL)
+            tolerance = atol + rtol * want.abs().max().item()
+            error = (got.float() - want.float()).abs().max().item() if got.shape == want.shape else float("nan")
+            if not error <= tolerance:
+                result = ProbeResult(claim, MISMATCH, f"error {error:.1e} > {tolerance:.1e}", error, tolerance)
+                break
+            result.max_abs_error, result.tolerance = max(result.max_abs_error, error), tolerance
+        results[target] = result
+    return results
+
+
+def run_extra(column: str, runtime) -> list[ProbeResult]:
+    """Probe every operator with an fp32 claim in *column* (``FP16`` or ``DYNAMIC``), a few lowerings in all."""
+    targets = [c.target for c in claims() if c.precision == FP32]
+    found = {t: ProbeResult(Claim(t, "", column), NO_PROBE) for t in targets if t not in FP32_PROBES}
+    probed = [t for t in targets if t in FP32_PROBES]
+    dynamic = column == DYNAMIC
+    builds = {t: (DYNAMIC_PROBES.get(t) if dynamic else None) or FP32_PROBES[t] for t in probed}
+    for group in _flow_groups(probed):
+        found.update(_side_by_side(column, {t: builds[t] for t in group}, runtime, dynamic=dynamic))
+    for target in probed:  # side by side, another probe's nodes may count against it: alone, they cannot
+        if not found[target].verified:
+            found.update(_side_by_side(column, {target: builds[target]}, runtime, dynamic=dynamic))
+    return [found[t] for t in targets]
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A restriction a config's ``check_constraints`` enforces, with a probe it must refuse and one it must take.
+
+    *accepted* ``None`` means the operator's fp32 probe (in ``FP32_PROBES``), which the fp32 column checks.
+    """
+
+    target: str
+    text: str
+    refused_form: str
+    refused: Callable[[], tuple]
+    accepted_form: str
+    accepted: Callable[[], tuple] | None = None
+    dynamic: bool = False  # the refused probe is exported with a dynamic batch dimension
+
+
+def _weight_input(fn, *shape):
+    """A probe whose weight is a second program input instead of a constant."""
+    return _fn(fn, _img if len(shape) == 4 or fn is F.prelu else _vec, lambda: torch.randn(shape) * 0.2)
+
+
+def _half(target):
+    return lambda: (lambda model, inputs: (model.half(), tuple(x.half() for x in inputs)))(*FP32_PROBES[target]())
+
+
+#: The conditions of the installed configs' ``check_constraints``, each with probes.
+CONDITIONS = [
+    Condition("add.Tensor", "alpha must be 1", "alpha=2", _fn(lambda a, b: torch.add(a, b, alpha=2), _vec, _vec),
+              "alpha=1"),
+    Condition("sub.Tensor", "alpha must be 1", "alpha=2", _fn(lambda a, b: torch.sub(a, b, alpha=2), _vec, _vec),
+              "alpha=1"),
+    Condition("pow.Tensor_Scalar", "the exponent must be the integer 2", "x**4", _fn(lambda x: x**4, _vec), "x**2"),
+    Condition("max_pool2d.default", "stride at most the kernel size", "kernel 2, stride 3",
+              _fn(lambda x: F.max_pool2d(x, 2, stride=3), _img), "kernel 2, stride 2"),
+    Condition("max_pool2d.default", "ceil_mode only with static shapes", "ceil_mode, dynamic batch",
+              _fn(lambda x: F.max_pool2d(x, 3, 2, ceil_mode=True), _img), "ceil_mode, static shapes",
+              _fn(lambda x: F.max_pool2d(x, 3, 2, ceil_mode=True), _img), dynamic=True),
+    Condition("avg_pool2d.default", "no ceil_mode", "ceil_mode=True",
+              _fn(lambda x: F.avg_pool2d(x, 3, 2, ceil_mode=True), _img), "ceil_mode=False"),
+    Condition("avg_pool2d.default", "padding only with count_include_pad=False", "padding 1, count_include_pad=True",
+              _fn(lambda x: F.avg_pool2d(x, 2, padding=1), _img), "padding 1, count_include_pad=False",
+              _fn(lambda x: F.avg_pool2d(x, 2, padding=1, count_include_pad=False), _img)),
+    Condition("avg_pool2d.default", "divisor_override only equal to the window size", "kernel 2, divisor_override=3",
+              _fn(lambda x: F.avg_pool2d(x, 2, divisor_override=3), _img), "kernel 2, divisor_override=4",
+              _fn(lambda x: F.avg_pool2d(x, 2, divisor_override=4), _img)),
+    Condition("_softmax.default", "over the last dimension only", "dim=0",
+              _fn(lambda x: torch.softmax(x, dim=0), _vec), "dim=-1"),
+    Condition("mean.dim", "4-D input only", "3-D input", _fn(lambda x: x.mean(dim=-1, keepdim=True), _vec),
+              "4-D input"),
+    Condition("mean.dim", "over dimensions 2 and 3 only", "dims (1, 2)",
+              _fn(lambda x: x.mean(dim=(1, 2), keepdim=True), _img), "dims (2, 3)"),
+    Condition("mean.dim", "keepdim=True only", "keepdim=False", _fn(lambda x: x.mean(dim=(2, 3)), _img),
+              "keepdim=True"),
+    Condition("max.dim", "4-D input only", "2-D input", _fn(lambda x: torch.max(x, dim=1, keepdim=True)[0], _vec),
+              "4-D input"),
+    Condition("max.dim", "values only, not indices", "indices used", _fn(lambda x: torch.max(x, dim=3), _img),
+              "values only"),
+    Condition("slice_copy.Tensor", "step 1 only", "x[:, ::2]", _fn(lambda x: x[:, ::2], _vec), "x[:, 2:10]"),
+    Condition("slice_copy.Tensor", "static shapes only", "dynamic batch", _fn(lambda x: x[:, 2:10], _vec),
+              "static shapes", dynamic=True),
+    Condition("view_copy.default", "static target shape only", "reshape to 2*batch rows",
+              DYNAMIC_PROBES["view_copy.default"], "static shapes", dynamic=True),
+    Condition("upsample_bilinear2d.vec", "static output size only", "dynamic batch",
+              FP32_PROBES["upsample_bilinear2d.vec"], "static shapes", dynamic=True),
+    Condition("constant_pad_nd.default", "no negative padding", "padding -1",
+              _fn(lambda x: F.pad(x, (-1, -1, -1, -1)), _img), "padding 1"),
+    Condition("unsqueeze_copy.default", "on the trailing dimension only", "unsqueeze(0)",
+              _fn(lambda x: x.unsqueeze(0), _vec), "unsqueeze(-1)"),
+    Condition("_to_dim_order_copy.default", "no dtype conversion", "fp32 to fp16",
+              _fn(lambda x: x.to(torch.float16), _img), "dim order only"),
+    Condition("_clone_dim_order.default", "keeps the dim order", "clone to channels_last",
+              _fn(lambda x: x.clone(memory_format=torch.channels_last), _img), "plain clone"),
+    Condition("convolution.default", "constant weight", "weight as input",
+              _weight_input(lambda x, w: F.conv2d(x, w, padding=1), 6, 4, 3, 3), "weight a parameter"),
+    Condition("convolution.default", "1-D or 2-D only", "Conv3d",
+              lambda: (torch.nn.Conv3d(2, 2, 1), (torch.randn(1, 2, 2, 4, 4),)), "Conv2d"),
+    Condition("linear.default", "constant weight", "weight as input", _weight_input(F.linear, 8, 16),
+              "weight a parameter"),
+    Condition("prelu.default", "constant weight", "weight as input", _weight_input(F.prelu, 4),
+              "weight a parameter"),
+    Condition("gelu.default", "fp32 only, not fp16", "fp16", _half("gelu.default"), "fp32"),
+]
+
+
+@dataclass
+class ConditionResult:
+    """Whether the partitioner refused a condition's refused probe and took its accepted one."""
+
+    condition: Condition
+    refused: ProbeResult
+    accepted: ProbeResult
+
+    @property
+    def confirmed(self) -> bool:
+        return self.refused.status == REFUSED and self.accepted.verified
+
+    def cell(self) -> str:
+        c = self.condition
+        if self.confirmed:
+            return f"{c.text} ({c.refused_form}: refused; {c.accepted_form}: verified)"
+        return (f"{c.text}: NOT CONFIRMED ({c.refused_form}: {self.refused.cell()}; "
+                f"{c.accepted_form}: {self.accepted.cell()})")
+
+
+def _rounds(conditions: list[Condition]) -> list[list[Condition]]:
+    """*conditions* in rounds with at most one condition per operator, so that each round is one lowering."""
+    rounds: list[list[Condition]] = []
+    for condition in conditions:
+        free = next((r for r in rounds if all(c.target != condition.target for c in r)), None)
+        free.append(condition) if free is not None else rounds.append([condition])
+    return rounds
+
+
+def run_conditions(runtime, fp32_results: list[ProbeResult]) -> list[ConditionResult]:
+    """Probe every condition of ``CONDITIONS``; accepted forms that are the fp32 probe reuse *fp32_results*."""
+    fp32 = {r.claim.target: r for r in fp32_results if r.claim.precision == FP32}
+    refused, accepted = {}, {}
+    for dynamic in (False, True):
+        for group in _rounds([c for c in CONDITIONS if c.dynamic == dynamic]):
+            found = _side_by_side(FP32, {c.target: c.refused for c in group}, runtime, lower_only=True,
+                                  dynamic=dynamic)
+            refused.update({id(c): found[c.target] for c in group})
+    for group in _rounds([c for c in CONDITIONS if c.accepted is not None]):
+        found = _side_by_side(FP32, {c.target: c.accepted for c in group}, runtime)
+        accepted.update({id(c): found[c.target] for c in group})
+    missing = ProbeResult(Claim("", "", FP32), NO_PROBE)
+    return [ConditionResult(c, refused[id(c)], accepted.get(id(c)) or fp32.get(c.target, missing))
+            for c in CONDITIONS]
+
+
+def table(results: list[ProbeResult], extra: dict[str, list[ProbeResult]] | None = None,
+          conditions: list[ConditionResult] | None = None) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the support table: one row per operator, one column per precision."""
     by_target: dict[str, dict[str, ProbeResult]] = {}
     configs: dict[str, str] = {}
@@ -494,10 +752,15 @@ def table(results: list[ProbeResult]) -> tuple[list[str], list[list[str]]]:
         configs[result.claim.target] = result.claim.config
         if result.claim.precision not in precisions:
             precisions.append(result.claim.precision)
-    conditions = config_conditions()
-    header = ["Operator (Edge)", "Partitioner config", *precisions, "Conditions the config documents"]
+    extra = extra or {}
+    columns = {name: {r.claim.target: r for r in found} for name, found in extra.items()}
+    checked: dict[str, list[str]] = {}
+    for result in conditions or []:
+        checked.setdefault(result.condition.target, []).append(result.cell())
+    header = ["Operator (Edge)", "Partitioner config", *precisions, *columns, "Conditions, each probed"]
     rows = []
     for target in sorted(by_target, key=lambda name: name.lstrip("_")):
         cells = [by_target[target][p].cell() if p in by_target[target] else NOT_CLAIMED for p in precisions]
-        rows.append([target, configs[target], *cells, conditions.get(target, "")])
+        cells += [column[target].cell() if target in column else NOT_CLAIMED for column in columns.values()]
+        rows.append([target, configs[target], *cells, "; ".join(checked.get(target, [])) or "-"])
     return header, rows
