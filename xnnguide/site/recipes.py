@@ -291,17 +291,25 @@ def _lookup(env: Any, target: str) -> tuple[dict[str, Any] | None, str]:
     return None, f"recipe {recipe!r} recorded no fact {key!r}; it has: {', '.join(sorted(recorded))}"
 
 
+def _recorded(element: SphinxRole | SphinxDirective, target: str, field: str, wrong_kind: str) -> dict | None:
+    """The fact *target* names, if it has *field*; otherwise a warning at the role or directive, and None."""
+    try:
+        fact, problem = _lookup(element.env, target)
+    except ValueError as error:
+        fact, problem = None, str(error)
+    if fact is not None and field in fact:
+        return fact
+    logger.warning("%s: %s", element.name, problem or f"{target!r} {wrong_kind}",
+                   location=element.get_location(), type="xnnguide", subtype="fact")
+    return None
+
+
 class FactRole(SphinxRole):
     """``{fact}`recipe/key``` — the display text of a recorded scalar."""
 
     def run(self) -> tuple[list[nodes.Node], list[nodes.system_message]]:
-        try:
-            fact, problem = _lookup(self.env, self.text)
-        except ValueError as error:
-            fact, problem = None, str(error)
-        if fact is None or "display" not in fact:
-            problem = problem or f"{self.text!r} is a table; use the fact-table directive"
-            logger.warning("fact: %s", problem, location=self.get_location(), type="xnnguide", subtype="fact")
+        fact = _recorded(self, self.text, "display", "is a table; use the fact-table directive")
+        if fact is None:
             return [nodes.problematic(self.rawtext, self.rawtext)], []
         return [nodes.literal(self.rawtext, fact["display"], classes=["xnnguide-fact"])], []
 
@@ -357,13 +365,8 @@ class FactTableDirective(SphinxDirective):
     option_spec = {"caption": directives.unchanged}
 
     def run(self) -> list[nodes.Node]:
-        try:
-            fact, problem = _lookup(self.env, self.arguments[0])
-        except ValueError as error:
-            fact, problem = None, str(error)
-        if fact is None or "header" not in fact:
-            problem = problem or f"{self.arguments[0]!r} is a scalar; use the fact role"
-            logger.warning("fact-table: %s", problem, location=self.get_location(), type="xnnguide", subtype="fact")
+        fact = _recorded(self, self.arguments[0], "header", "is a scalar; use the fact role")
+        if fact is None:
             return []
         return [_table(fact["header"], fact["rows"], self.options.get("caption"), "xnnguide-fact-table")]
 
@@ -396,13 +399,8 @@ class FactBlockDirective(SphinxDirective):
     option_spec = {"language": directives.unchanged}
 
     def run(self) -> list[nodes.Node]:
-        try:
-            fact, problem = _lookup(self.env, self.arguments[0])
-        except ValueError as error:
-            fact, problem = None, str(error)
-        if fact is None or "display" not in fact:
-            problem = problem or f"{self.arguments[0]!r} is a table; use the fact-table directive"
-            logger.warning("fact-block: %s", problem, location=self.get_location(), type="xnnguide", subtype="fact")
+        fact = _recorded(self, self.arguments[0], "display", "is a table; use the fact-table directive")
+        if fact is None:
             return []
         block = nodes.literal_block(fact["display"], fact["display"], classes=["xnnguide-fact"])
         block["language"] = self.options.get("language", "text")
