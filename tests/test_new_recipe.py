@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT
 
 NAME = "scaffold_probe"
-COPIED = ["Makefile", "conf.py", "README.md", "requirements.txt", "pyproject.toml", "docs", "snippets", "tests",
+COPIED = [".github", "Makefile", "conf.py", "README.md", "requirements.txt", "pyproject.toml", "docs", "snippets", "tests",
           "xnnguide"]
 VENV = str((ROOT / ".venv").resolve()) if (ROOT / ".venv").exists() else os.path.dirname(os.path.dirname(sys.executable))
 

@@ -134,14 +134,15 @@ def _watch(payload: bytes, trace: str, seconds: float, gb: float) -> tuple[Any, 
     peak, result, over, killed, family = 0, None, False, False, []
     process = psutil.Process(child.pid)
     while True:
+        # Sampled before waiting, so that a recipe done within one poll is measured too.
+        rss, family = _rss(process)
+        peak = max(peak, rss)
         if receive.poll(POLL_SECONDS):
             try:
                 result = receive.recv_bytes()
             except EOFError:  # the child ended without a result
                 pass
             break
-        rss, family = _rss(process)
-        peak = max(peak, rss)
         if rss > gb * 1e9:
             over = True
             with contextlib.suppress(ProcessLookupError):
