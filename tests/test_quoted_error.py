@@ -39,6 +39,10 @@ def warnings_of(result) -> list[str]:
 def site(tmp_path_factory) -> Path:
     root = make_site(tmp_path_factory.mktemp("quoted"))
     (root / "docs" / "notes.md").write_text(NOTES)
+    # The gallery header links the tutorial: the strict build needs the page.
+    (root / "docs" / "tutorial").mkdir()
+    (root / "docs" / "tutorial" / "get_started.md").write_text("# Get started\n")
+    touch_text(root / "docs" / "index.md", "\nnotes\n", "\nnotes\ntutorial/get_started\n")
     beta = root / "snippets" / "tiny_beta.py"
     touch_text(beta, BETA_RECORD, BETA_RECORD + f"facts.record(\"message\", {MESSAGE!r})\n")
     touch_text(beta, BETA_PROSE, BETA_PROSE + "# A failed run says :quoted-error:`Missing out variants`.\n")
