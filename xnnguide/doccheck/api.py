@@ -121,8 +121,7 @@ class Index:
     def _visit(self, name: str, path: Path, parent) -> object:
         try:
             code = path.read_text(encoding="utf-8-sig")
-            with warnings.catch_warnings():  # the packages' own invalid escapes
-                warnings.simplefilter("ignore")
+            with warnings.catch_warnings(action="ignore"):  # the packages' own invalid escapes
                 module = griffe.visit(name.rpartition(".")[2], path, code, extensions=self.extensions, parent=parent,
                                       lines_collection=self.lines, modules_collection=self.collection)
         except (OSError, SyntaxError, UnicodeDecodeError, ValueError):

@@ -223,7 +223,7 @@ def assign_fates(document: Document, project: Project, used: dict[Path, set[str]
                         f"expected {(want + ['(end of the regions)'])[index]!r}, "
                         f"found {(have + ['(end of the block)'])[index]!r}",
                         f"rewrite it from the recipe: python -m xnnguide.regions --fix {shown}"
-                        if document.syntax == "markdown" else "copy the regions into the block again")
+                        if document.path.suffix != ".rst" else "copy the regions into the block again")
         else:
             block.fate, block.detail = ("doctest", "runs as a doctest") if block.is_doctest else (
                 "executed", "runs in page order")
