@@ -3,7 +3,8 @@
 A small site (``sitecopy.py``) whose recipe records an error message quotes
 it on a page and in the recipe's own prose. Built with ``-W`` it passes;
 with one word of a quote changed, the build fails with a warning at that
-quote's file and line.
+quote's file and line. (A role's warning names the first line of its
+paragraph, so each quote here opens its paragraph.)
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ NOTES = f"""# Notes
 
 The answer is {{fact}}`tiny_alpha/answer`.
 
-When serialising fails, the message starts with
-{{quoted-error}}`Missing out variants for the operators`, and the rest names them.
+{{quoted-error}}`Missing out variants for the operators` starts the message when
+serialising fails, and the rest names them.
 """
 
 #: tiny_beta, recording a message and quoting part of it in its prose.
@@ -45,7 +46,7 @@ def site(tmp_path_factory) -> Path:
     touch_text(root / "docs" / "index.md", "\nnotes\n", "\nnotes\ntutorial/get_started\n")
     beta = root / "snippets" / "tiny_beta.py"
     touch_text(beta, BETA_RECORD, BETA_RECORD + f"facts.record(\"message\", {MESSAGE!r})\n")
-    touch_text(beta, BETA_PROSE, BETA_PROSE + "# A failed run says :quoted-error:`Missing out variants`.\n")
+    touch_text(beta, BETA_PROSE, BETA_PROSE + "#\n# :quoted-error:`Missing out variants` starts a failed run's message.\n")
     result = build(root, args=("-W",))
     assert result.returncode == 0 and not warnings_of(result), result.stdout[-3000:] + result.stderr[-3000:]
     return root

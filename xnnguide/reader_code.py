@@ -95,11 +95,10 @@ def recipe_problems(path: Path, shown: str | None = None) -> list[str]:
                 for number, line in lines if PACKAGE in line]
     recipe = text.splitlines()
     for region in regions.values():
-        hidden = [n for n in range(region.start_line + 1, region.end_line) if n not in kept and recipe[n - 1].strip()
-                  and not _SITE_LINE.match(recipe[n - 1])]
-        if hidden:
-            problems.append(f"{shown}:{hidden[0]}: reader code: region {region.name!r} shows a line of the site's "
-                            f"own (an ignore block or a build comment): {recipe[hidden[0] - 1].strip()}")
+        if hidden := next((n for n in range(region.start_line + 1, region.end_line) if n not in kept
+                           and recipe[n - 1].strip() and not _SITE_LINE.match(recipe[n - 1])), None):
+            problems.append(f"{shown}:{hidden}: reader code: region {region.name!r} shows a line of the site's "
+                            f"own (an ignore block or a build comment): {recipe[hidden - 1].strip()}")
     try:
         tree = ast.parse("\n".join(line for _, line in lines) + "\n", filename=shown)
     except SyntaxError as error:

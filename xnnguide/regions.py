@@ -79,10 +79,7 @@ def copied_blocks(markdown: str | Path, root: str | Path) -> list[CopiedBlock]:
     markdown = Path(markdown)
     lines = markdown.read_text(encoding="utf-8").splitlines()
     blocks = []
-    for index, line in enumerate(lines):
-        match = SNIPPET_COMMENT.match(line)
-        if not match:
-            continue
+    for index, match in ((i, m) for i, line in enumerate(lines) if (m := SNIPPET_COMMENT.match(line))):
         fence = FENCE.match(lines[index + 1]) if index + 1 < len(lines) else None
         if fence is None:
             raise RegionError(f"{markdown}:{index + 1}: a snippet comment must be followed directly by a code fence")
