@@ -46,7 +46,8 @@ def site(tmp_path_factory) -> Path:
     touch_text(root / "docs" / "index.md", "\nnotes\n", "\nnotes\ntutorial/get_started\n")
     beta = root / "snippets" / "tiny_beta.py"
     touch_text(beta, BETA_RECORD, BETA_RECORD + f"facts.record(\"message\", {MESSAGE!r})\n")
-    touch_text(beta, BETA_PROSE, BETA_PROSE + "#\n# :quoted-error:`Missing out variants` starts a failed run's message.\n")
+    prose = "#\n# :quoted-error:`Missing out variants` starts a failed run's message.\n"
+    touch_text(beta, BETA_PROSE, BETA_PROSE + prose)
     result = build(root, args=("-W",))
     assert result.returncode == 0 and not warnings_of(result), result.stdout[-3000:] + result.stderr[-3000:]
     return root
