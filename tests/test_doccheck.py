@@ -318,34 +318,6 @@ def test_transform_passes_rule_reads_the_code_not_its_text(name, tmp_path, monke
         assert report.exemptions == [("lower.py", 3, "the baseline the page compares against")]
 
 
-# ------------------------------------------------------------------ quoted messages
-
-
-@pytest.mark.build
-def test_a_quoted_message_changed_by_one_word_fails_at_its_file_and_line(built_site, tmp_path, monkeypatch):
-    """Every ``quoted-error`` of our pages and recipes is recorded; with one word changed it is reported."""
-    from xnnguide.records import QUOTED
-
-    sources = [path for path in [*(ROOT / "docs").rglob("*.md"), *(ROOT / "snippets").rglob("*.py")]
-               if "gallery" not in path.relative_to(ROOT).parts]
-    quotes = [(path, match) for path in sources for match in QUOTED.finditer(path.read_text(encoding="utf-8"))]
-    assert quotes, "no page quotes a message with the quoted-error role"
-    report = check(Options(sources, root=ROOT, build=True, gallery=GALLERY, rules=frozenset({"quote"})))
-    assert not report.findings, "\n".join(map(str, report.findings))
-    monkeypatch.chdir(tmp_path)  # findings name the copies relative to it
-    for path, match in quotes:
-        text = path.read_text(encoding="utf-8")
-        changed = " ".join(["Changed", *match.group(1).split()[1:]])
-        copy = tmp_path / path.relative_to(ROOT)
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        copy.write_text(text[:match.start(1)] + changed + text[match.end(1):], encoding="utf-8")
-        report = check(Options([copy], root=tmp_path, build=True, gallery=GALLERY, rules=frozenset({"quote"})))
-        line = text.count("\n", 0, match.start()) + 1
-        assert [f"{f.path}:{f.line}: {f.rule}" for f in report.findings] == [
-            f"{path.relative_to(ROOT)}:{line}: quote"], report.findings
-        copy.unlink()
-
-
 def test_the_contributing_pages_example_report_is_what_the_checks_print(tmp_path):
     """The example failure on the Contributing page names a real assert, and is the line check_recipes prints."""
     import ast

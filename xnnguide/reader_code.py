@@ -29,8 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "xnnguide"
 
-_START_IGNORE = re.compile(r"^\s*#\s*sphinx_gallery_start_ignore\s*$")
-_END_IGNORE = re.compile(r"^\s*#\s*sphinx_gallery_end_ignore\s*$")
+_IGNORE = re.compile(r"^\s*#\s*sphinx_gallery_(start|end)_ignore\s*$")
 # Lines that configure the build, not the reader's program: sphinx-gallery's
 # in-file options, this site's declarations, region markers and gallery-only declarations.
 _SITE_LINE = re.compile(
@@ -40,10 +39,9 @@ _SITE_LINE = re.compile(
 _IMPORT = re.compile(rf"^\s*(?:(?:>>>|\.\.\.)\s+)?(?:from|import)\s+{PACKAGE}\b")
 _INCLUDE = re.compile(r"(?:^```+\s*\{literalinclude\}|^\s*\.\.\s+literalinclude::)\s*(\S+)")
 
-
 #: Folders of pages that are not reader code: the generated gallery, and the
 #: pages for contributors, who work in a checkout and use the package.
-_NOT_FOR_READERS = {"gallery", "contributing", "__pycache__"}
+_NOT_FOR_READERS = {"gallery", "contributing"}
 
 
 class ReaderCodeError(ValueError):
@@ -59,22 +57,15 @@ def reader_lines(text: str, origin: str = "<recipe>") -> list[tuple[int, str]]:
     kept: list[tuple[int, str]] = []
     opened_at = 0
     for number, line in enumerate(text.splitlines(), start=1):
-        if _START_IGNORE.match(line):
-            if opened_at:
-                raise ReaderCodeError(f"{origin}:{number}: ignore block opened again; "
-                                      f"the one opened at line {opened_at} is not closed")
-            opened_at = number
-            continue
-        if _END_IGNORE.match(line):
-            if not opened_at:
-                raise ReaderCodeError(f"{origin}:{number}: sphinx_gallery_end_ignore with no open block")
-            opened_at = 0
-            continue
-        if opened_at or _SITE_LINE.match(line):
-            continue
-        if not line.strip() and len(kept) >= 2 and not kept[-1][1].strip() and not kept[-2][1].strip():
-            continue
-        kept.append((number, line.rstrip()))
+        if match := _IGNORE.match(line):
+            if (match.group(1) == "start") == bool(opened_at):
+                raise ReaderCodeError(f"{origin}:{number}: ignore block opened again; the one opened at line "
+                                      f"{opened_at} is not closed" if opened_at else
+                                      f"{origin}:{number}: sphinx_gallery_end_ignore with no open block")
+            opened_at = 0 if opened_at else number
+        elif not opened_at and not _SITE_LINE.match(line):
+            if line.strip() or [text for _, text in kept[-2:]] != ["", ""]:  # at most two blank lines in a row
+                kept.append((number, line.rstrip()))
     if opened_at:
         raise ReaderCodeError(f"{origin}:{opened_at}: sphinx_gallery_start_ignore is never closed")
     while kept and not kept[-1][1].strip():
@@ -104,11 +95,10 @@ def recipe_problems(path: Path, shown: str | None = None) -> list[str]:
                 for number, line in lines if PACKAGE in line]
     recipe = text.splitlines()
     for region in regions.values():
-        hidden = [n for n in range(region.start_line + 1, region.end_line) if n not in kept and recipe[n - 1].strip()
-                  and not _SITE_LINE.match(recipe[n - 1])]
-        if hidden:
-            problems.append(f"{shown}:{hidden[0]}: reader code: region {region.name!r} shows a line of the site's "
-                            f"own (an ignore block or a build comment): {recipe[hidden[0] - 1].strip()}")
+        if hidden := next((n for n in range(region.start_line + 1, region.end_line) if n not in kept
+                           and recipe[n - 1].strip() and not _SITE_LINE.match(recipe[n - 1])), None):
+            problems.append(f"{shown}:{hidden}: reader code: region {region.name!r} shows a line of the site's "
+                            f"own (an ignore block or a build comment): {recipe[hidden - 1].strip()}")
     try:
         tree = ast.parse("\n".join(line for _, line in lines) + "\n", filename=shown)
     except SyntaxError as error:
@@ -133,10 +123,7 @@ def page_problems(path: Path, shown: str | None = None) -> list[str]:
             problems.append(f"{shown}:{number}: reader code: the page imports {PACKAGE}, "
                             f"which readers do not have: {line.strip()}")
         match = _INCLUDE.match(line)
-        if match is None:
-            continue
-        target = (path.parent / match.group(1)).resolve()
-        if target.is_relative_to(ROOT / PACKAGE):
+        if match and (path.parent / match.group(1)).resolve().is_relative_to(ROOT / PACKAGE):
             problems.append(f"{shown}:{number}: reader code: includes {match.group(1)}, a file of this "
                             f"repository's {PACKAGE} package; show a recipe's public code instead")
     return problems
@@ -149,10 +136,8 @@ def check(paths: list[Path]) -> list[str]:
     """
     problems = []
     for top in paths:
-        files = sorted(top.rglob("*")) if top.is_dir() else [top]
-        for path in files:
-            inside = path.relative_to(top).parts[:-1] if top.is_dir() else ()
-            if any(part.startswith(".") or part in _NOT_FOR_READERS for part in inside):
+        for path in sorted(top.rglob("*")) if top.is_dir() else [top]:
+            if any(part.startswith(".") or part in _NOT_FOR_READERS for part in path.relative_to(top).parts[:-1]):
                 continue
             shown = str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
             if path.suffix == ".py" and path.name != "__init__.py":
@@ -219,8 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("paths", nargs="*", type=Path, default=[Path("snippets"), Path("docs"), Path("README.md")],
                         help="recipes, pages or folders of them (default: snippets docs README.md)")
     args = parser.parse_args(argv)
-    missing = [str(path) for path in args.paths if not path.exists()]
-    if missing:
+    if missing := [str(path) for path in args.paths if not path.exists()]:
         print(f"error: no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return 2
     problems = check([path.resolve() for path in args.paths])

@@ -36,7 +36,6 @@ class Region:
     """The lines between ``# [start name]`` and ``# [end name]`` (markers at 1-based lines)."""
 
     name: str
-    path: Path
     start_line: int
     end_line: int
     text: str  # the lines in between, less inner markers and surrounding blank lines
@@ -44,15 +43,10 @@ class Region:
 
 def read_regions(path: str | Path) -> dict[str, Region]:
     """Every region of *path*, by name; :class:`RegionError` on bad markers."""
-    path = Path(path)
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
     opened: dict[str, int] = {}
     regions: dict[str, Region] = {}
-    for number, line in enumerate(lines, start=1):
-        match = MARKER.match(line)
-        if not match:
-            continue
-        kind, name = match.groups()
+    for number, (kind, name) in ((n, m.groups()) for n, line in enumerate(lines, 1) if (m := MARKER.match(line))):
         if kind == "start" and (name in opened or name in regions):
             raise RegionError(f"{path}:{number}: region {name!r} starts twice")
         if kind == "start":
@@ -60,9 +54,8 @@ def read_regions(path: str | Path) -> dict[str, Region]:
         elif name not in opened:
             raise RegionError(f"{path}:{number}: region {name!r} ends but never starts")
         else:
-            start = opened.pop(name)
-            body = [text for text in lines[start : number - 1] if not MARKER.match(text)]
-            regions[name] = Region(name, path, start, number, "\n".join(body).strip("\n"))
+            body = [text for text in lines[opened[name] : number - 1] if not MARKER.match(text)]
+            regions[name] = Region(name, opened.pop(name), number, "\n".join(body).strip("\n"))
     for name, number in opened.items():
         raise RegionError(f"{path}:{number}: region {name!r} is never closed")
     return regions
@@ -86,10 +79,7 @@ def copied_blocks(markdown: str | Path, root: str | Path) -> list[CopiedBlock]:
     markdown = Path(markdown)
     lines = markdown.read_text(encoding="utf-8").splitlines()
     blocks = []
-    for index, line in enumerate(lines):
-        match = SNIPPET_COMMENT.match(line)
-        if not match:
-            continue
+    for index, match in ((i, m) for i, line in enumerate(lines) if (m := SNIPPET_COMMENT.match(line))):
         fence = FENCE.match(lines[index + 1]) if index + 1 < len(lines) else None
         if fence is None:
             raise RegionError(f"{markdown}:{index + 1}: a snippet comment must be followed directly by a code fence")
@@ -106,8 +96,7 @@ def expected_text(block: CopiedBlock) -> str:
     if not block.source.is_file():
         raise RegionError(f"{block.markdown}:{block.comment_line}: no such snippet file {block.source}")
     regions = read_regions(block.source)
-    missing = ", ".join(repr(name) for name in block.region_names if name not in regions)
-    if missing:
+    if missing := ", ".join(repr(name) for name in block.region_names if name not in regions):
         raise RegionError(f"{block.markdown}:{block.comment_line}: {block.source} has no region {missing}")
     return "\n\n".join(regions[name].text for name in block.region_names)
 
@@ -124,17 +113,13 @@ def check_markdown(markdown: str | Path, root: str | Path) -> list[str]:
 
 def fix_markdown(markdown: str | Path, root: str | Path) -> int:
     """Rewrite every drifted copy in *markdown* from its regions; return how many changed."""
-    markdown = Path(markdown)
-    lines = markdown.read_text(encoding="utf-8").splitlines()
-    changed = 0
-    for block in reversed(copied_blocks(markdown, root)):  # bottom up: earlier line numbers stay valid
-        want = expected_text(block)
-        if block.text != want:
-            lines[block.fence_start + 1 : block.fence_end] = want.splitlines()
-            changed += 1
-    if changed:
-        markdown.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return changed
+    lines = Path(markdown).read_text(encoding="utf-8").splitlines()
+    drifted = [block for block in copied_blocks(markdown, root) if block.text != expected_text(block)]
+    for block in reversed(drifted):  # bottom up: earlier line numbers stay valid
+        lines[block.fence_start + 1 : block.fence_end] = expected_text(block).splitlines()
+    if drifted:
+        Path(markdown).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return len(drifted)
 
 
 def main(argv: list[str] | None = None) -> int:

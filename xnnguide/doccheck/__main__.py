@@ -63,8 +63,7 @@ def write_ledger(report: Report, path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    rules = args.rules or (STATIC_RULES | ({"ledger", "recipe", "run"} if args.build or args.run else set())
-                           | ({"quote"} if args.build else set()))
+    rules = args.rules or STATIC_RULES | ({"ledger", "recipe", "run"} if args.build or args.run else set())
     try:
         if args.conf is not None and not args.conf.is_file():
             raise InputError(f"{args.conf}: no such file")

@@ -115,15 +115,13 @@ class Index:
     def __init__(self) -> None:
         self.collection, self.lines = griffe.ModulesCollection(), griffe.LinesCollection()
         self.extensions = griffe.load_extensions()
-        self.modules: dict[str, object] = {}  # dotted name -> griffe.Module, UNKNOWN or None (absent)
         self.dynamic: set[str] = set()  # modules that make names at run time
         self.resolving: set[str] = set()
 
     def _visit(self, name: str, path: Path, parent) -> object:
         try:
             code = path.read_text(encoding="utf-8-sig")
-            with warnings.catch_warnings():  # the packages' own invalid escapes
-                warnings.simplefilter("ignore")
+            with warnings.catch_warnings(action="ignore"):  # the packages' own invalid escapes
                 module = griffe.visit(name.rpartition(".")[2], path, code, extensions=self.extensions, parent=parent,
                                       lines_collection=self.lines, modules_collection=self.collection)
         except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
@@ -133,12 +131,9 @@ class Index:
         (self.collection if parent is None else parent).set_member(name if parent is None else module.name, module)
         return module
 
+    @functools.cache  # noqa: B019 (one Index per process)
     def module(self, name: str) -> object:
-        if name not in self.modules:
-            self.modules[name] = self._find(name)
-        return self.modules[name]
-
-    def _find(self, name: str) -> object:
+        """The griffe.Module of the dotted *name*, UNKNOWN, or None when it does not exist."""
         parent_name, _, last = name.rpartition(".")
         if not parent_name:
             spec = importlib.machinery.PathFinder.find_spec(name)

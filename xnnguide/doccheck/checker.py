@@ -23,10 +23,10 @@ RULES = {
     3: ("duplicate",),
     4: ("api",),
     5: ("fate", "syntax", "run"),
-    6: ("ledger", "recipe", "run", "quote"),
+    6: ("ledger", "recipe", "run"),
 }
 ALL_RULES = frozenset(name for names in RULES.values() for name in names) | {"parse"}
-STATIC_RULES = ALL_RULES - {"ledger", "recipe", "run", "quote"}
+STATIC_RULES = ALL_RULES - {"ledger", "recipe", "run"}
 FATES = {"included": "included from a recipe region", "copy": "verified copy of a recipe region",
          "doctest": "doctest", "executed": "executed", "not-run": "marked not-run", "other": "not Python"}
 SKIP_DIRS = frozenset({"_build", "node_modules", "__pycache__", "site-packages"})
@@ -223,7 +223,7 @@ def assign_fates(document: Document, project: Project, used: dict[Path, set[str]
                         f"expected {(want + ['(end of the regions)'])[index]!r}, "
                         f"found {(have + ['(end of the block)'])[index]!r}",
                         f"rewrite it from the recipe: python -m xnnguide.regions --fix {shown}"
-                        if document.syntax == "markdown" else "copy the regions into the block again")
+                        if document.path.suffix != ".rst" else "copy the regions into the block again")
         else:
             block.fate, block.detail = ("doctest", "runs as a doctest") if block.is_doctest else (
                 "executed", "runs in page order")
@@ -354,16 +354,6 @@ def check_build(project: Project, documents: list[Document], options: Options) -
     return findings
 
 
-def check_quotes(project: Project, paths: list[Path]) -> list[Finding]:
-    """Every ``quoted-error`` of the pages and recipes is in a fact the last build's recipes recorded."""
-    from xnnguide.records import recorded_texts, unrecorded_quotes
-
-    texts = recorded_texts(project.gallery) if project.gallery else []
-    return [Finding(display(path), line, "quote", f"no recipe recorded the quoted message {quote!r}",
-                    "quote the message as the recipe records it (facts.record), or record it")
-            for path in paths for line, quote in unrecorded_quotes(path.read_text(encoding="utf-8"), texts)]
-
-
 # ---------------------------------------------------------------- all rules
 
 def check(options: Options) -> Report:
@@ -409,7 +399,5 @@ def check(options: Options) -> Report:
                         for e in ledger if not e["ok"] and e["fate"] in ("included", "copy"))
     if options.build and rules & {"ledger", "recipe"}:
         keep(check_build(project, documents, options))
-    if options.build and "quote" in rules:
-        keep(check_quotes(project, [*(d.path for d in documents), *python_files]))
     unique = sorted(set(findings), key=lambda f: (f.path, f.line, f.rule, f.message))
     return Report(project, unique, ledger, time.perf_counter() - started, sorted(exemptions))

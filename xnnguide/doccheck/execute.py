@@ -9,7 +9,6 @@ import ast
 import contextlib
 import doctest
 import io
-import os
 import sys
 import tempfile
 import time
@@ -70,11 +69,10 @@ def _run_doctest(block: CodeBlock, shown: str, namespace: dict) -> Finding | Non
 def run_page(shown: str, page: Path, blocks: list[CodeBlock], root: Path) -> dict[int, tuple]:
     """(status: passed, failed or not reached; seconds; finding) of the *blocks* that run, by ``id(block)``."""
     outcomes: dict[int, tuple] = {}
-    namespace, failed, previous = {"__name__": "__main__", "__file__": str(page)}, False, os.getcwd()
+    namespace, failed = {"__name__": "__main__", "__file__": str(page)}, False
     sys.path.insert(0, str(root.resolve()))
-    try:
-        with tempfile.TemporaryDirectory(prefix="doccheck-") as workdir:
-            os.chdir(workdir)
+    try:  # the working folder is restored before it goes
+        with tempfile.TemporaryDirectory(prefix="doccheck-") as workdir, contextlib.chdir(workdir):
             for block in blocks:
                 started = time.perf_counter()
                 run = _run_doctest if block.is_doctest else _run_script
@@ -82,9 +80,7 @@ def run_page(shown: str, page: Path, blocks: list[CodeBlock], root: Path) -> dic
                 outcomes[id(block)] = ("not reached", 0.0, None) if failed else (
                     "failed" if problem else "passed", time.perf_counter() - started, problem)
                 failed = failed or problem is not None
-            os.chdir(previous)  # before the folder goes
     finally:
-        os.chdir(previous)
         with contextlib.suppress(ValueError):
             sys.path.remove(str(root.resolve()))
     return outcomes

@@ -86,7 +86,6 @@ class CodeBlock:
 @dataclass
 class Document:
     path: Path
-    syntax: str  # "markdown" or "rst"
     lines: list[str] = field(default_factory=list)
     blocks: list[CodeBlock] = field(default_factory=list)
     paragraphs: list[tuple[int, str]] = field(default_factory=list)  # (line, plain text)
@@ -134,8 +133,8 @@ def parse_marker(comment: str, line: int) -> Marker | None:
 
 
 def read(path: Path, text: str, myst_extensions: tuple[str, ...] = ("colon_fence", "deflist")) -> Document:
-    document = Document(path, "rst" if path.suffix == ".rst" else "markdown", text.splitlines())
-    if document.syntax == "rst":
+    document = Document(path, text.splitlines())
+    if path.suffix == ".rst":
         _read_rst(document, text, 0)
     else:
         _read_markdown(document, text, 0, myst_extensions)

@@ -18,8 +18,6 @@ from xnnguide.doccheck.pages import Unit
 
 RULE = "transform-passes"
 PASSES = "get_transform_passes"
-HOW = ("pass transform_passes=get_transform_passes() "
-       "(from executorch.backends.xnnpack.utils.configs import get_transform_passes)")
 EXEMPTION = re.compile(r"#\s*doccheck:\s*without-transform-passes\b\s*(?:reason=(?P<reason>.*))?$")
 
 
@@ -45,13 +43,11 @@ class Scope:
                 self.origins.update((a.asname or a.name, f"{node.module}.{a.name}") for a in node.names)
             elif isinstance(node, ast.Import):
                 self.origins.update((a.asname or a.name.split(".")[0], a.name) for a in node.names)
-        for values in self.assignments.values():
-            values.sort(key=lambda item: item[0])
 
     def assignment(self, name: str, before: int) -> tuple[int, ast.expr | None]:
         """The line and value of the last assignment to *name* above line *before*."""
         earlier = [(line, value) for line, value in self.assignments.get(name, []) if line < before]
-        return earlier[-1] if earlier else (before, None)
+        return max(reversed(earlier), key=lambda item: item[0], default=(before, None))  # the last of a line
 
     def callee(self, call: ast.Call) -> str:
         """The last name of what *call* calls, seen through import aliases."""
@@ -110,7 +106,9 @@ def _check_lower(call: ast.Call, scope: Scope, path: str) -> Finding | None:
                        "pass transform_passes=get_transform_passes() as a keyword argument")
     if passes is None:
         return Finding(path, call.lineno, RULE, "to_edge_transform_and_lower(...) lowers to XNNPACK without "
-                       "transform_passes=, so XNNPACK's pre-partition transforms never run", HOW)
+                       "transform_passes=, so XNNPACK's pre-partition transforms never run",
+                       "pass transform_passes=get_transform_passes() "
+                       "(from executorch.backends.xnnpack.utils.configs import get_transform_passes)")
     # (A bare name the unit never assigns, such as a function's parameter, cannot be followed.)
     opaque = isinstance(passes, ast.Name) and not scope.resolved(passes, call.lineno)
     if not opaque and not scope.mentions(passes, PASSES, call.lineno):
