@@ -9,6 +9,7 @@ asks :func:`stale_reason`, the one answer to that question.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from xnnguide import environment
+from xnnguide.recipe_checks import facts
 
 
 class RunRecord(TypedDict, total=False):
@@ -39,9 +41,6 @@ class RunRecord(TypedDict, total=False):
     environment: dict[str, Any]  # environment.describe()
 
 
-#: Where, below the gallery folder, the build keeps what the recipes left.
-RECORDS = "_records"
-
 #: A recipe that runs longer than this, in seconds of wall time, is stopped
 #: and fails the build, unless it declares its own budget (see :func:`budget_seconds`).
 DEFAULT_BUDGET_SECONDS = 300.0
@@ -63,38 +62,26 @@ def _declared(name: str, source: str | os.PathLike[str], default: float) -> floa
 
 
 def records_dir(gallery_dir: str | os.PathLike[str]) -> Path:
-    """The folder holding facts, run records and the executions log."""
-    return Path(gallery_dir) / RECORDS
+    """The folder below the gallery holding facts, run records and the executions log."""
+    return Path(gallery_dir) / "_records"
 
 
 def source_digest(path: str | os.PathLike[str]) -> str:
-    """SHA-256 of a file's bytes."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def helper_modules(source: str | os.PathLike[str]) -> list[Path]:
     """The files of this repository's ``xnnguide`` modules that a recipe imports."""
-    import ast
-
     package = Path(__file__).resolve().parent
-    tree = ast.parse(Path(source).read_text(encoding="utf-8"))
     names = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(Path(source).read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    files = set()
-    for name in names:
-        parts = name.split(".")
-        if parts[0] != package.name:
-            continue
-        candidate = package.joinpath(*parts[1:])
-        for path in (candidate.with_suffix(".py"), candidate / "__init__.py", package / "__init__.py"):
-            if path.is_file():
-                files.add(path)
-    return sorted(files)
+            names.update([node.module, *(f"{node.module}.{alias.name}" for alias in node.names)])
+    candidates = [package.joinpath(*name.split(".")[1:]) for name in names if name.split(".")[0] == package.name]
+    return sorted({path for candidate in candidates for path in (candidate.with_suffix(".py"),
+                   candidate / "__init__.py", package / "__init__.py") if path.is_file()})
 
 
 _DEPENDS_ON = re.compile(r"^\s*#\s*xnnguide_depends_on\s*=\s*(.+?)\s*$", re.MULTILINE)
@@ -128,23 +115,13 @@ def dependency_key(source: str | os.PathLike[str]) -> str:
 
 
 def budget_seconds(source: str | os.PathLike[str], default: float = DEFAULT_BUDGET_SECONDS) -> float:
-    """The wall-time budget a recipe declares, or *default*.
-
-    A recipe declares it with a comment line, best inside an ignore block so
-    readers do not see it::
-
-        # sphinx_gallery_start_ignore
-        # xnnguide_budget_seconds = 60
-        # sphinx_gallery_end_ignore
-    """
+    """The wall-time budget a recipe declares, or *default*: a line ``# xnnguide_budget_seconds = 60``,
+    best inside an ignore block so readers do not see it."""
     return _declared("xnnguide_budget_seconds", source, default)
 
 
 def budget_gb(source: str | os.PathLike[str], default: float = DEFAULT_BUDGET_GB) -> float:
-    """The memory budget, in GB of resident memory, a recipe declares, or *default*.
-
-    Declared like the time budget: ``# xnnguide_budget_gb = 12``.
-    """
+    """The memory budget, in GB of resident memory, a recipe declares, or *default*: ``# xnnguide_budget_gb = 12``."""
     return _declared("xnnguide_budget_gb", source, default)
 
 
@@ -160,11 +137,8 @@ def recipe_files(snippets: Path) -> list[Path]:
 
 
 def find_recipe(snippets: Path, name: str) -> Path:
-    """The recipe called *name* (a stem or a file name) in whichever task folder it sits.
-
-    Recipe names are unique across the folders; a name with no recipe gives
-    the path it would have at the top of *snippets*.
-    """
+    """The recipe called *name* (a stem or a file name; unique across task folders) wherever it sits,
+    else the path it would have at the top of *snippets*."""
     stem = Path(name).stem
     return next((path for path in recipe_files(snippets) if path.stem == stem), snippets / f"{stem}.py")
 
@@ -180,10 +154,7 @@ def write_run_record(folder: Path, record: RunRecord) -> None:
 def load_run_record(gallery_dir: str | os.PathLike[str], recipe: str) -> RunRecord | None:
     """The last run record of *recipe*, or ``None`` if it never ran."""
     path = records_dir(gallery_dir) / "runs" / f"{recipe}.json"
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
 def stale_reason(gallery: Path, source: Path) -> str | None:
@@ -212,7 +183,7 @@ def recorded_texts(gallery: str | os.PathLike[str]) -> list[str]:
     """Every text the recipes of the last build recorded as facts (scalars and table cells)."""
     texts = []
     for path in sorted((records_dir(gallery) / "facts").glob("*.json")):
-        for fact in json.loads(path.read_text(encoding="utf-8")).values():
+        for fact in facts.load(path).values():
             texts += [str(fact.get("display", "")), str(fact.get("value", ""))]
             texts += [cell for row in fact.get("rows", []) for cell in row]
     return [_words(text) for text in texts]
