@@ -28,8 +28,6 @@ extensions = [
     "xnnguide.site",  # recipe runs and records, facts, stamps, the execution ledger, navigation
 ]
 
-source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-root_doc = "index"
 # Fragments under _shared are included into pages, never built on their own.
 exclude_patterns = ["_shared/**", "gallery/**/*.ipynb", "gallery/_records/**"]
 
@@ -61,21 +59,17 @@ sphinx_gallery_conf = {
     # A recipe that raises fails the build: sphinx-gallery warns with its
     # traceback instead of raising (Sphinx would add its bug-report text), and
     # xnnguide.site.summary ends the build with the recipe's line, exit status 1.
-    "abort_on_example_error": False,
     "only_warn_on_example_error": True,
     # JUnit results, relative to the HTML output folder: _build/gallery-junit.xml.
     "junit": "../gallery-junit.xml",
     "reset_modules": ("matplotlib", "xnnguide.site.recipes.recipe_hook"),
     "reset_modules_order": "both",
-    "download_all_examples": True,
     # sphinx-gallery's execution-times pages load scripts and styles from
     # three CDNs: offline they break, online they tell third parties who reads
     # the site. The Contributing page shows recipe times from our own run
     # records instead (the recipe-times directive of xnnguide.site.recipes).
     "write_computation_times": False,
     "remove_config_comments": True,
-    "show_memory": False,
-    "min_reported_time": 0,
     "capture_repr": (),
     # The gallery is grouped by task, one subsection (folder of snippets/) per
     # task, from first steps to advanced; each subsection's GALLERY_HEADER.rst
@@ -83,9 +77,6 @@ sphinx_gallery_conf = {
     "subsection_order": ["../snippets/lowering", "../snippets/quantization", "../snippets/llm", "../snippets/performance",
                          "../snippets/troubleshooting"],
     "within_subsection_order": "xnnguide.site.recipes.RecipeOrder",
-    "matplotlib_animations": False,
-    "line_numbers": False,
-    "backreferences_dir": None,
     # Recipes run side by side in worker processes, one per core, at most 4 to
     # bound the build's memory; xnnguide.site.recipes gives each worker its share
     # of threads. A recipe that measures speed opts out with
@@ -106,7 +97,6 @@ html_favicon = "docs/_static/favicon.svg"
 # error on a reader's first visit, when no mode is stored yet.
 html_context = {"default_mode": "auto"}
 html_theme_options = {
-    "navigation_with_keys": False,
     "show_toc_level": 2,
     "navbar_align": "left",
     # The header shows the sections of docs/index.md, not a flat list of pages.
@@ -128,7 +118,6 @@ copybutton_selector = ":not(.sphx-glr-script-out) > div.highlight pre"
 copybutton_exclude = ".linenos, .gp, .go"
 copybutton_prompt_text = r">>> |\.\.\. |\$ "
 copybutton_prompt_is_regexp = True
-copybutton_only_copy_prompt_lines = True
 
 # `make linkcheck` checks links between pages and files; external URLs are
 # listed in _build/linkcheck/output.json as ignored, never fetched. Links

@@ -14,11 +14,12 @@ import re
 import sys
 from pathlib import Path
 
+from xnnguide.records import ORDER_LIST
+
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = Path(__file__).with_name("recipe_template.py")
 PLACEHOLDER, TITLE = "what_it_does", "What it does\n============"
 SNAKE_CASE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
-ORDER_LIST = re.compile(r"^\.\. Recipe order\b[^\n]*\n(?:[ \t]+\S+[ \t]*\n?)*", re.MULTILINE)
 
 PAGE_SNIPPET = """\
 Paste into the page that shows it (a page docs/<section>/<page>.md; the path is relative to the page):

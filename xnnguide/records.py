@@ -143,6 +143,18 @@ def find_recipe(snippets: Path, name: str) -> Path:
     return next((path for path in recipe_files(snippets) if path.stem == stem), snippets / f"{stem}.py")
 
 
+#: A subsection's recipe order, in its ``GALLERY_HEADER.rst``: an reST comment, which readers do not see,
+#: ``.. Recipe order, first steps first:`` and one indented recipe stem a line.
+ORDER_LIST = re.compile(r"^\.\. Recipe order\b[^\n]*\n((?:[ \t]+\S+[ \t]*\n?)*)", re.MULTILINE)
+
+
+def listed_order(subsection: str | os.PathLike[str]) -> list[str]:
+    """The recipe stems a subsection's ``GALLERY_HEADER.rst`` lists (:data:`ORDER_LIST`), in order."""
+    header = Path(subsection) / "GALLERY_HEADER.rst"
+    match = ORDER_LIST.search(header.read_text(encoding="utf-8")) if header.is_file() else None
+    return match.group(1).split() if match else []
+
+
 def write_run_record(folder: Path, record: RunRecord) -> None:
     path = folder / "runs" / f"{record['recipe']}.json"
     path.parent.mkdir(parents=True, exist_ok=True)

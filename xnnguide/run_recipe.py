@@ -26,6 +26,10 @@ import time
 import traceback
 from pathlib import Path
 
+from xnnguide.recipe_checks import facts
+from xnnguide.records import budget_seconds
+from xnnguide.results import failure_line
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -39,11 +43,6 @@ def main(argv: list[str] | None = None) -> int:
     if source.suffix != ".py" or not source.is_file():
         print(f"error: {args.recipe}: no such recipe file (expected a .py file under snippets/)", file=sys.stderr)
         return 2
-
-    from xnnguide.recipe_checks import facts
-    from xnnguide.records import budget_seconds
-    from xnnguide.results import failure_line
-
     try:
         budget = budget_seconds(source)
     except ValueError as error:

@@ -36,7 +36,7 @@ from sphinx.util.docutils import SphinxDirective, SphinxRole
 from xnnguide import environment, reader_code, shards
 from xnnguide.recipe_checks import facts
 from xnnguide.records import (DEFAULT_BUDGET_GB, DEFAULT_BUDGET_SECONDS, budget_gb, budget_seconds, dependency_key,
-                              find_recipe, load_run_record, quote_recorded, recipe_files, recorded_texts,
+                              find_recipe, listed_order, load_run_record, quote_recorded, recipe_files, recorded_texts,
                               records_dir, shown, source_digest, stale_reason, write_run_record)
 
 logger = logging.getLogger(__name__)
@@ -78,18 +78,11 @@ _START_EARLY = re.compile(r"^\s*#\s*xnnguide_start_early\s*=\s*True\s*$", re.MUL
 
 
 def starts_early(source: str | os.PathLike[str]) -> bool:
-    """Whether a recipe asks to start before the other recipes that run in parallel.
+    """Whether a recipe asks to start before the other recipes that run in parallel: ``# xnnguide_start_early = True``.
 
-    sphinx-gallery hands recipes to its worker processes in gallery order
-    (by file name). A recipe that runs several times longer than the others
-    and comes late in that order is still running long after the others
-    have finished, on one core while the rest stand idle. Such a recipe
-    declares, best inside an ignore block::
-
-        # xnnguide_start_early = True
-
-    Declared recipes go to the workers first, in gallery order; the gallery's
-    pages and index keep their order.
+    sphinx-gallery hands recipes to its workers in gallery order; a recipe several times longer than the others
+    that comes late would run on alone long after them, the other cores idle. Declared recipes go to the workers
+    first, in gallery order; the gallery's pages and index keep their order.
     """
     return bool(_START_EARLY.search(Path(source).read_text(encoding="utf-8")))
 
@@ -127,29 +120,9 @@ def _install_execution_order() -> None:
         gen_rst._split_parallel = _start_long_recipes_first(split)
 
 
-_ORDER_COMMENT = re.compile(r"^\.\. Recipe order\b[^\n]*\n((?:[ \t]+\S+[ \t]*\n?)+)", re.MULTILINE)
-
-
-def listed_order(subsection: str | os.PathLike[str]) -> list[str]:
-    """The recipe stems a subsection's ``GALLERY_HEADER.rst`` lists, in order.
-
-    The list is an reST comment, so readers of the gallery do not see it::
-
-        .. Recipe order, first steps first:
-           lower_mobilenet_v2_fp32
-           lower_with_dynamic_shapes
-    """
-    header = Path(subsection) / "GALLERY_HEADER.rst"
-    match = _ORDER_COMMENT.search(header.read_text(encoding="utf-8")) if header.is_file() else None
-    return match.group(1).split() if match else []
-
-
 class RecipeOrder:
-    """sphinx-gallery ``within_subsection_order``: the order the subsection's header lists.
-
-    Recipes the header does not list come after the listed ones, by file
-    name; ``tests/test_gallery_order.py`` requires every recipe to be listed.
-    """
+    """sphinx-gallery ``within_subsection_order``: the order the subsection's header lists; recipes it does not
+    list (``tests/test_gallery_order.py`` forbids them) come after, by file name."""
 
     def __init__(self, src_dir: str | os.PathLike[str]) -> None:
         self.order = listed_order(src_dir)
@@ -436,12 +409,9 @@ _shard_recipes: list[Path] = []
 def _start_build(app: Sphinx) -> None:
     """Prepare the recipe runs of this build.
 
-    sphinx-gallery re-runs a recipe only when the recipe's text changed. Here
-    its cached checksum is deleted as well when :func:`stale_reason` finds a
-    reason, so a recipe also re-runs after a failure, after a helper module
-    it imports changed, or after torch, executorch, torchao or torchvision
-    changed version. The executions log is emptied: it lists this build's
-    runs only.
+    sphinx-gallery re-runs a recipe only when its text changed; here its cached checksum is deleted as well
+    when :func:`stale_reason` finds a reason (a failure, a changed helper module or package version). The
+    executions log is emptied: it lists this build's runs only.
     """
     os.environ[_BUILD_PID] = str(os.getpid())
     os.environ[_BUILD_ID] = uuid.uuid4().hex
@@ -473,12 +443,8 @@ def _start_build(app: Sphinx) -> None:
 
 
 def _finish_build(app: Sphinx) -> None:
-    """Judge the recipes that ran, and record what this build ran.
-
-    sphinx-gallery's verdict on each recipe goes into its run record; a
-    recipe stopped over a budget or crashed (:mod:`.isolation`) is one of its
-    failing examples. A failed recipe runs again in the next build.
-    """
+    """Put sphinx-gallery's verdicts into the run records (a recipe stopped or crashed in :mod:`.isolation`
+    is one of its failing examples, and runs again next build), and record what this build ran."""
     gallery_conf, gallery, snippets = app.config.sphinx_gallery_conf, _gallery(app), Path(app.confdir) / "snippets"
     passed = [Path(src).stem for src in gallery_conf.get("passing_examples", [])]
     failed = {Path(src).stem: error for src, error in gallery_conf.get("failing_examples", {}).items()}
