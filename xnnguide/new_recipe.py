@@ -1,10 +1,9 @@
 """Start a recipe from the template: ``make new-recipe NAME=<what_it_does> [DIR=<task>]``.
 
-Writes ``snippets/<task>/<name>.py`` from :file:`xnnguide/recipe_template.py`
-(a recipe that passes as written), lists it last in the task folder's
-``GALLERY_HEADER.rst``, and prints what to paste into the page that shows it.
-A bad name (not snake_case, or a recipe of that name exists) or an unknown
-task folder is a one-line error, exit status 2, and nothing is written.
+Writes ``snippets/<task>/<name>.py`` from :file:`xnnguide/recipe_template.py` (a recipe that passes as written),
+lists it last in the task folder's ``GALLERY_HEADER.rst``, and prints what to paste into the page that shows it.
+A bad name (not snake_case, or a recipe of that name exists) or an unknown task folder is a one-line error,
+exit status 2, and nothing is written.
 """
 
 from __future__ import annotations

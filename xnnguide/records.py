@@ -1,10 +1,8 @@
 """Run records: what the last build knows of each recipe, readable without Sphinx.
 
-The build (:mod:`xnnguide.site.recipes`) writes one JSON run record per recipe
-under ``<gallery>/_records/runs/``. Everything that asks whether a recipe
-passed in its current form (the build's cache, ``tests/test_recipes_ran.py``
-through :mod:`xnnguide.results`, the drift checker's ledger, the page tests)
-asks :func:`stale_reason`, the one answer to that question.
+The build (:mod:`xnnguide.site.recipes`) writes one JSON run record per recipe under ``<gallery>/_records/runs/``.
+Everything that asks whether a recipe passed in its current form (the build's cache, ``tests/test_recipes_ran.py``
+through :mod:`xnnguide.results`, the drift checker's ledger, the page tests) asks :func:`stale_reason`.
 """
 
 from __future__ import annotations
@@ -41,13 +39,12 @@ class RunRecord(TypedDict, total=False):
     environment: dict[str, Any]  # environment.describe()
 
 
-#: A recipe that runs longer than this, in seconds of wall time, is stopped
-#: and fails the build, unless it declares its own budget (see :func:`budget_seconds`).
+#: A recipe that runs longer than this, in seconds of wall time, is stopped and fails the build, unless it
+#: declares its own budget (see :func:`budget_seconds`).
 DEFAULT_BUDGET_SECONDS = 300.0
 
-#: A recipe whose process (with its own child processes) holds more resident
-#: memory than this, in GB, is stopped and fails, unless it declares its own
-#: budget (see :func:`budget_gb`). Two recipes run side by side, and with
+#: A recipe whose process (with its own child processes) holds more resident memory than this, in GB, is stopped
+#: and fails, unless it declares its own budget (see :func:`budget_gb`). Two recipes run side by side, and with
 #: Sphinx they must fit a 24 GB machine.
 DEFAULT_BUDGET_GB = 8.0
 
@@ -88,10 +85,8 @@ _DEPENDS_ON = re.compile(r"^\s*#\s*xnnguide_depends_on\s*=\s*(.+?)\s*$", re.MULT
 
 
 def declared_files(source: str | os.PathLike[str]) -> list[Path]:
-    """The other files a recipe declares it uses, relative to its folder::
-
-        # xnnguide_depends_on = cpp_runner/main.cpp cpp_runner/CMakeLists.txt
-    """
+    """The other files a recipe declares it uses, relative to its folder:
+    ``# xnnguide_depends_on = cpp_runner/main.cpp cpp_runner/CMakeLists.txt``."""
     source = Path(source)
     names = " ".join(_DEPENDS_ON.findall(source.read_text(encoding="utf-8"))).split()
     return [source.parent / name for name in names]
@@ -100,9 +95,8 @@ def declared_files(source: str | os.PathLike[str]) -> list[Path]:
 def dependency_key(source: str | os.PathLike[str]) -> str:
     """A digest of everything a recipe's result depends on.
 
-    The recipe's own text, the versions of :data:`xnnguide.environment.PACKAGES`,
-    the text of every ``xnnguide`` helper module it imports, and of every
-    file it declares with ``# xnnguide_depends_on = ...``. A recipe whose
+    The recipe's own text, the versions of :data:`xnnguide.environment.PACKAGES`, the text of every ``xnnguide``
+    helper module it imports, and of every file it declares with ``# xnnguide_depends_on = ...``. A recipe whose
     key changed since its last passing run is run again.
     """
     digest = hashlib.sha256(Path(source).read_bytes())

@@ -1,8 +1,7 @@
 """Whether every recipe passed in the last build, located in its source.
 
-The tests and the drift checker use this instead of running any recipe
-again: the build already ran each recipe once, and its run records say how
-that went (:func:`xnnguide.records.stale_reason`).
+The tests and the drift checker use this instead of running any recipe again: the build already ran each
+recipe once, and its run records say how that went (:func:`xnnguide.records.stale_reason`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Sharded builds: the recipes split between machines, and their results merged.
 
-``make html SHARD=k/N`` runs only shard *k*'s recipes (:func:`assign`) and
-copies their run records, facts and gallery outputs into a folder
-(:func:`export`) that CI uploads. ``make merge-shards SHARDS="DIR..."``
-(:func:`merge`) checks each shard's run records against this checkout and
-copies them into the gallery: the next ``make html`` finds every recipe
-current (:func:`xnnguide.records.stale_reason`) and runs none.
+``make html SHARD=k/N`` runs only shard *k*'s recipes (:func:`assign`) and copies their run records, facts and
+gallery outputs into a folder (:func:`export`) that CI uploads. ``make merge-shards SHARDS="DIR..."``
+(:func:`merge`) checks each shard's run records against this checkout and copies them into the gallery: the
+next ``make html`` finds every recipe current (:func:`xnnguide.records.stale_reason`) and runs none.
 """
 
 from __future__ import annotations
@@ -19,7 +17,8 @@ import sys
 from pathlib import Path
 
 from xnnguide import environment
-from xnnguide.records import declared_files, dependency_key, find_recipe, load_run_record, records_dir, shown, source_digest
+from xnnguide.records import (declared_files, dependency_key, find_recipe, load_run_record, records_dir, shown,
+                              source_digest)
 
 MANIFEST = "shard.json"
 

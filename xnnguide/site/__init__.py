@@ -1,17 +1,16 @@
 """The Sphinx side of the guide, one extension (``xnnguide.site`` in ``conf.py``).
 
-* :mod:`.isolation`: each recipe that runs, in a process of its own, stopped
-  at its time or memory budget; a crash fails that recipe only;
-* :mod:`.recipes`: run records of the recipes sphinx-gallery runs, the build
-  cache and the order of runs, the facts, stamps and recipe times on pages,
-  the gallery pages without region markers;
-* :mod:`.ledger`: the ``execution-ledger`` directive, what became of every
-  code block (it runs the drift checker, :mod:`xnnguide.doccheck`);
+* :mod:`.isolation`: each recipe that runs, in a process of its own, stopped at its time or memory budget;
+  a crash fails that recipe only;
+* :mod:`.recipes`: run records of the recipes sphinx-gallery runs, the build cache and the order of runs, the
+  facts, stamps and recipe times on pages, the gallery pages without region markers;
+* :mod:`.ledger`: the ``execution-ledger`` directive, what became of every code block (it runs the drift
+  checker, :mod:`xnnguide.doccheck`);
 * :mod:`.navigation`: the header and sidebar by kind of page;
 * :mod:`.summary`: failed recipes and lost includes, one line each, at the end.
 
-Run records themselves are Sphinx-free (:mod:`xnnguide.records`), so the
-checker, ``make recipe`` and the tests read them without Sphinx.
+Run records themselves are Sphinx-free (:mod:`xnnguide.records`), so the checker, ``make recipe`` and the tests
+read them without Sphinx.
 """
 
 from __future__ import annotations

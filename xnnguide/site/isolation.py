@@ -5,19 +5,15 @@ In sphinx-gallery's own process, a recipe that hangs would hold the build, and o
 sphinx-gallery's function of that name: a recipe that has to run runs in a child process, started from a
 ``forkserver`` that has imported torch once. The process that asked for the run watches it:
 
-* **time**: the child stops itself at its time budget
-  (:func:`faulthandler.dump_traceback_later`); it is killed 30 s later if
-  that fails;
-* **memory**: the resident memory of the child and its own children is read
-  every 0.2 s; over the budget, the child is asked for a traceback
-  (``SIGUSR1``) and killed;
-* **crashes**: the signal that ended the child, with the traceback that
-  :mod:`faulthandler` wrote.
+* **time**: the child stops itself at its time budget (:func:`faulthandler.dump_traceback_later`); it is
+  killed 30 s later if that fails;
+* **memory**: the resident memory of the child and its own children is read every 0.2 s; over the budget,
+  the child is asked for a traceback (``SIGUSR1``) and killed;
+* **crashes**: the signal that ended the child, with the traceback that :mod:`faulthandler` wrote.
 
-A recipe stopped in any of these ways is an ordinary failing example for
-sphinx-gallery: its page is written without outputs, the build goes on, and
-ends failing with the recipe's file, line and reason. Its run record says
-``failed``, so the next build runs it again (:func:`xnnguide.records.stale_reason`).
+A recipe stopped in any of these ways is an ordinary failing example for sphinx-gallery: its page is written
+without outputs, the build goes on, and ends failing with the recipe's file, line and reason. Its run record
+says ``failed``, so the next build runs it again (:func:`xnnguide.records.stale_reason`).
 """
 
 from __future__ import annotations

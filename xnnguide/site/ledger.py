@@ -1,10 +1,9 @@
 """The ``execution-ledger`` directive: what became of every code block, published in the build.
 
 The directive runs ``python -m xnnguide.doccheck --run --rules 5,6`` over ``doccheck_paths`` (relative to
-conf.py's folder; default: ``README.md``, ``docs`` and ``snippets``), which
-executes doctest and page-order blocks, reads the recipes' run records and writes
-``<gallery>/_records/ledger.json``; the directive shows it as one table per page and warns for each block
-with no fate. The ledger of an earlier build is deleted when a build starts.
+conf.py's folder; default: ``README.md``, ``docs`` and ``snippets``), which executes doctest and page-order
+blocks, reads the recipes' run records and writes ``<gallery>/_records/ledger.json``; the directive shows it as
+one table per page and warns for each block with no fate. The ledger of an earlier build is deleted when a build starts.
 """
 
 from __future__ import annotations

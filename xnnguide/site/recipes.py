@@ -43,16 +43,13 @@ logger = logging.getLogger(__name__)
 
 _started: dict[str, float] = {}
 
-# Set by the Sphinx process when a build starts; loky worker processes inherit
-# them, which tells a worker apart from the Sphinx process and ties its log
-# lines to this build.
+# Set by the Sphinx process when a build starts; loky worker processes inherit them, which tells a worker
+# apart from the Sphinx process and ties its log lines to this build.
 _BUILD_PID = "XNNGUIDE_BUILD_PID"
 _BUILD_ID = "XNNGUIDE_BUILD_ID"
-#: "1" or "0" in the child process that runs one recipe (:mod:`.isolation`):
-#: whether the process that started it is a worker.
+#: "1" or "0" in the child process that runs one recipe (:mod:`.isolation`): whether its parent is a worker.
 IN_WORKER = "XNNGUIDE_IN_WORKER"
-# The default budgets of this build, from its configuration, for processes
-# that have no Sphinx application.
+# The default budgets of this build, from its configuration, for processes that have no Sphinx application.
 _DEFAULT_SECONDS = "XNNGUIDE_DEFAULT_BUDGET_SECONDS"
 _DEFAULT_GB = "XNNGUIDE_DEFAULT_BUDGET_GB"
 # Region markers serve the pages' literalinclude and the drift checker; readers of a gallery page never see them.
@@ -184,8 +181,7 @@ def recipe_hook(gallery_conf: dict[str, Any], fname: str | None, when: str) -> N
         _started[name] = time.perf_counter()
         return
     facts.end_recipe()
-    # sphinx-gallery decides pass or fail only after this hook returns;
-    # _finish_build fills in the verdict.
+    # sphinx-gallery decides pass or fail only after this hook returns; _finish_build fills in the verdict.
     write_run(gallery_conf, fname, seconds=time.perf_counter() - _started.pop(name, time.perf_counter()),
               pid=os.getpid(), status="finished", error=None,
               **dict(zip(("budget_seconds", "budget_gb"), budgets(source))))
@@ -257,11 +253,8 @@ class FactRole(SphinxRole):
 
 
 class QuotedErrorRole(SphinxRole):
-    """``{quoted-error}`message``` — a message quoted on a page; some recipe must have recorded it.
-
-    The build warns (and the strict build fails) at the quote's line when no
-    fact of the last recipe runs contains the text, word for word.
-    """
+    """``{quoted-error}`message``` — a message quoted on a page; some recipe must have recorded it: the build
+    warns (and the strict build fails) at the quote's line when no fact contains the text, word for word."""
 
     def run(self) -> tuple[list[nodes.Node], list[nodes.system_message]]:
         app, gallery = self.env.app, _gallery(self.env)
@@ -288,48 +281,40 @@ def _table(header: list[str], rows: list[list[str]], caption: str | None, kind: 
     return table
 
 
-class FactTableDirective(SphinxDirective):
-    """A table recorded by a recipe with :func:`xnnguide.recipe_checks.facts.record_table`."""
-
-    required_arguments = 1
-    option_spec = {"caption": directives.unchanged}
-
-    def run(self) -> list[nodes.Node]:
-        fact = _recorded(self, self.arguments[0], "header")
-        caption = self.options.get("caption")
-        return [_table(fact["header"], fact["rows"], caption, "xnnguide-fact-table")] if fact else []
+def _directive(run: Any, arguments: int = 1, **options: Any) -> type[SphinxDirective]:
+    """A directive whose ``run`` is the function *run*, with *arguments* required arguments and *options*."""
+    return type(run.__name__, (SphinxDirective,), {"run": run, "required_arguments": arguments,
+                                                 "option_spec": options or None, "__doc__": run.__doc__})
 
 
-class GeneratedTableDirective(SphinxDirective):
-    """A table computed while the page is read: ``module:function`` returns a header, rows and the files it read."""
-
-    required_arguments = 1
-    option_spec = {"caption": directives.unchanged}
-
-    def run(self) -> list[nodes.Node]:
-        module, _, name = self.arguments[0].partition(":")
-        try:
-            header, rows, sources = getattr(importlib.import_module(module), name)()
-        except Exception as error:  # noqa: BLE001 - any failure is the page's warning, not a crash
-            _warn(self, "generated-table", "generated-table: %s: %s", self.arguments[0], error)
-            return []
-        for source in sources:  # the page is read again when one of them changes
-            self.env.note_dependency(os.path.abspath(source))
-        table = _table(header, rows, self.options.get("caption"), "xnnguide-fact-table")
-        table["support_smartquotes"] = False  # command-line flags keep their "--"
-        return [table]
+def fact_table(self: SphinxDirective) -> list[nodes.Node]:
+    """``fact-table``: a table recorded by a recipe with :func:`xnnguide.recipe_checks.facts.record_table`."""
+    fact = _recorded(self, self.arguments[0], "header")
+    caption = self.options.get("caption")
+    return [_table(fact["header"], fact["rows"], caption, "xnnguide-fact-table")] if fact else []
 
 
-class FactBlockDirective(SphinxDirective):
-    """A recorded scalar's display text as a code block: a console transcript a recipe recorded."""
+def generated_table(self: SphinxDirective) -> list[nodes.Node]:
+    """``generated-table``: a table computed while the page is read; ``module:function`` returns a header, rows
+    and the files it read."""
+    module, _, name = self.arguments[0].partition(":")
+    try:
+        header, rows, sources = getattr(importlib.import_module(module), name)()
+    except Exception as error:  # noqa: BLE001 - any failure is the page's warning, not a crash
+        _warn(self, "generated-table", "generated-table: %s: %s", self.arguments[0], error)
+        return []
+    for source in sources:  # the page is read again when one of them changes
+        self.env.note_dependency(os.path.abspath(source))
+    table = _table(header, rows, self.options.get("caption"), "xnnguide-fact-table")
+    table["support_smartquotes"] = False  # command-line flags keep their "--"
+    return [table]
 
-    required_arguments = 1
-    option_spec = {"language": directives.unchanged}
 
-    def run(self) -> list[nodes.Node]:
-        fact = _recorded(self, self.arguments[0], "display")
-        return [nodes.literal_block(fact["display"], fact["display"], classes=["xnnguide-fact"],
-                                    language=self.options.get("language", "text"))] if fact else []
+def fact_block(self: SphinxDirective) -> list[nodes.Node]:
+    """``fact-block``: a recorded scalar's display text as a code block, e.g. a console transcript."""
+    fact = _recorded(self, self.arguments[0], "display")
+    return [nodes.literal_block(fact["display"], fact["display"], classes=["xnnguide-fact"],
+                                language=self.options.get("language", "text"))] if fact else []
 
 
 def _run_record(directive: SphinxDirective, recipe: str) -> dict[str, Any] | None:
@@ -338,60 +323,47 @@ def _run_record(directive: SphinxDirective, recipe: str) -> dict[str, Any] | Non
     return load_run_record(_gallery(directive.env), recipe)  # type: ignore[return-value]
 
 
-class RecipeTimesDirective(SphinxDirective):
-    """Every recipe's last run, slowest first: time, budget, verdict, and whether it ran alone.
-
-    It reads the run records, so the site shows recipe times without
-    sphinx-gallery's execution-times pages, which load scripts from CDNs.
-    """
-
-    def run(self) -> list[nodes.Node]:
-        default = float(self.env.config.xnnguide_default_budget_seconds)
-        rows = []
-        for source in recipe_files(Path(self.env.app.confdir) / "snippets"):
-            record = _run_record(self, source.stem)
-            if record is None:
-                _warn(self, "stamp", "recipe-times: recipe %r has no run record", source.stem)
-                continue
-            rows.append((record["seconds"], [shown(source), f"{record['seconds']:.1f} s",
-                                             f"{budget_seconds(source, default):g} s", record["status"],
-                                             "beside others" if record.get("worker") else "alone"]))
-        rows.sort(key=lambda row: -row[0])
-        return [_table(["Recipe", "Last run", "Budget", "Verdict", "Ran"], [cells for _, cells in rows],
-                       "Recipe run times in the build of this site", "xnnguide-recipe-times")]
-
-
-class VerifiedStampDirective(SphinxDirective):
-    """Say which releases, machine and date verified a recipe."""
-
-    required_arguments = 1
-
-    def run(self) -> list[nodes.Node]:
-        recipe = self.arguments[0].strip()
-        record = _run_record(self, recipe)
+def recipe_times(self: SphinxDirective) -> list[nodes.Node]:
+    """``recipe-times``: every recipe's last run, slowest first: time, budget, verdict, and whether it ran alone,
+    from the run records, in place of sphinx-gallery's execution-times pages, which load scripts from CDNs."""
+    default = float(self.env.config.xnnguide_default_budget_seconds)
+    rows = []
+    for source in recipe_files(Path(self.env.app.confdir) / "snippets"):
+        record = _run_record(self, source.stem)
         if record is None:
-            _warn(self, "stamp", "verified-stamp: recipe %r has no run record; it did not run in this build tree",
-                  recipe)
-            return []
-        if record["status"] != "passed":
-            _warn(self, "stamp", "verified-stamp: recipe %r did not pass its last run", recipe)
-        env = record["environment"]
-        source = Path(record.get("source") or f"snippets/{record['recipe']}.py")
-        versions = ", ".join(f"{name} {version}" for name, version in env["versions"].items())
-        text = (
-            f"Verified by running {shown(source) if 'snippets' in source.parts[:-1] else source} on "
-            f"{record['finished'][:10]} ({record['seconds']:.1f} s) with {versions}, Python {env['python']}, "
-            f"on {env['cpu']} ({env['cores']} logical cores, {env['machine']})."
-        )
-        return [nodes.container("", nodes.paragraph(text=text), classes=["xnnguide-stamp"])]
+            _warn(self, "stamp", "recipe-times: recipe %r has no run record", source.stem)
+            continue
+        rows.append((record["seconds"], [shown(source), f"{record['seconds']:.1f} s",
+                                         f"{budget_seconds(source, default):g} s", record["status"],
+                                         "beside others" if record.get("worker") else "alone"]))
+    rows.sort(key=lambda row: -row[0])
+    return [_table(["Recipe", "Last run", "Budget", "Verdict", "Ran"], [cells for _, cells in rows],
+                   "Recipe run times in the build of this site", "xnnguide-recipe-times")]
+
+
+def verified_stamp(self: SphinxDirective) -> list[nodes.Node]:
+    """``verified-stamp``: which releases, machine and date verified a recipe."""
+    recipe = self.arguments[0].strip()
+    record = _run_record(self, recipe)
+    if record is None:
+        _warn(self, "stamp", "verified-stamp: recipe %r has no run record; it did not run in this build tree", recipe)
+        return []
+    if record["status"] != "passed":
+        _warn(self, "stamp", "verified-stamp: recipe %r did not pass its last run", recipe)
+    env = record["environment"]
+    source = Path(record.get("source") or f"snippets/{record['recipe']}.py")
+    versions = ", ".join(f"{name} {version}" for name, version in env["versions"].items())
+    text = (
+        f"Verified by running {shown(source) if 'snippets' in source.parts[:-1] else source} on "
+        f"{record['finished'][:10]} ({record['seconds']:.1f} s) with {versions}, Python {env['python']}, "
+        f"on {env['cpu']} ({env['cores']} logical cores, {env['machine']})."
+    )
+    return [nodes.container("", nodes.paragraph(text=text), classes=["xnnguide-stamp"])]
 
 
 def _gallery_page_source(app: Sphinx, docname: str, source: list[str]) -> None:
-    """Finish the source of every gallery page: no region marker, and a verified stamp on a recipe's page.
-
-    The ``.py``, ``.ipynb`` and ``.zip`` downloads lose the markers in
-    :func:`xnnguide.reader_code.write_downloads`; the recipe files in ``snippets/`` keep them.
-    """
+    """Finish the source of every gallery page: no region marker (the downloads lose them in
+    :func:`xnnguide.reader_code.write_downloads`), and a verified stamp on a recipe's page."""
     prefix = app.config.xnnguide_gallery_dir.rstrip("/") + "/"
     if not docname.startswith(prefix):
         return
@@ -430,9 +402,7 @@ def _start_build(app: Sphinx) -> None:
             print(f"error: {error}", file=sys.stderr)
             raise SystemExit(2) from None
     records_dir(gallery).mkdir(parents=True, exist_ok=True)
-    if app.builder.name == "html":
-        # Other builders (linkcheck) run after the HTML build in `make test`;
-        # the log must keep describing the HTML build the tests read.
+    if app.builder.name == "html":  # linkcheck, run after it by `make test`, leaves the HTML build's log alone
         (records_dir(gallery) / "executions.log").write_text("", encoding="utf-8")
     for source in recipe_files(snippets):
         reason = stale_reason(gallery, source)
@@ -446,10 +416,10 @@ def _finish_build(app: Sphinx) -> None:
     """Put sphinx-gallery's verdicts into the run records (a recipe stopped or crashed in :mod:`.isolation`
     is one of its failing examples, and runs again next build), and record what this build ran."""
     gallery_conf, gallery, snippets = app.config.sphinx_gallery_conf, _gallery(app), Path(app.confdir) / "snippets"
-    passed = [Path(src).stem for src in gallery_conf.get("passing_examples", [])]
-    failed = {Path(src).stem: error for src, error in gallery_conf.get("failing_examples", {}).items()}
-    for name, (status, error) in {**dict.fromkeys(passed, ("passed", None)),
-                                  **{name: ("failed", error) for name, error in failed.items()}}.items():
+    passing, failing = gallery_conf.get("passing_examples", []), gallery_conf.get("failing_examples", {})
+    verdicts = {Path(src).stem: ("passed", None) for src in passing}
+    verdicts.update({Path(src).stem: ("failed", error) for src, error in failing.items()})
+    for name, (status, error) in verdicts.items():
         record = load_run_record(gallery, name)
         if record is None:  # the hook did not run: record what we know
             record = {"recipe": name, "source": "", "source_sha256": "", "seconds": 0.0,
@@ -461,9 +431,9 @@ def _finish_build(app: Sphinx) -> None:
         "build_id": os.environ.get(_BUILD_ID),
         "pid": os.getpid(),
         # What sphinx-gallery itself ran, one entry per run (duplicates kept).
-        "ran": passed + list(failed),
+        "ran": [Path(src).stem for src in [*passing, *failing]],
         "skipped": [Path(src).stem for src in gallery_conf.get("stale_examples", [])],
-        "gallery_seconds": round(time.perf_counter() - (_build_started or [time.perf_counter()])[0], 3),
+        "gallery_seconds": round(time.perf_counter() - _build_started[0], 3),
         "parallel": gallery_conf.get("parallel"),
         # Every recipe of the gallery, run or skipped, in the order it came up.
         "execution_order": list(_execution_order),
@@ -502,11 +472,11 @@ def register(app: Sphinx) -> None:
     _install_execution_order()
     app.add_role("fact", FactRole())
     app.add_role("quoted-error", QuotedErrorRole())
-    app.add_directive("fact-table", FactTableDirective)
-    app.add_directive("generated-table", GeneratedTableDirective)
-    app.add_directive("fact-block", FactBlockDirective)
-    app.add_directive("verified-stamp", VerifiedStampDirective)
-    app.add_directive("recipe-times", RecipeTimesDirective)
+    app.add_directive("fact-table", _directive(fact_table, caption=directives.unchanged))
+    app.add_directive("generated-table", _directive(generated_table, caption=directives.unchanged))
+    app.add_directive("fact-block", _directive(fact_block, language=directives.unchanged))
+    app.add_directive("verified-stamp", _directive(verified_stamp))
+    app.add_directive("recipe-times", _directive(recipe_times, arguments=0))
     app.connect("source-read", _gallery_page_source)
     # Before sphinx-gallery (priority 500) runs the recipes.
     app.connect("builder-inited", _start_build, priority=400)

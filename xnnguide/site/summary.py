@@ -18,6 +18,9 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.directives.code import LiteralInclude
 
+from xnnguide.records import records_dir
+from xnnguide.results import check_recipes
+
 _KEY = "xnnguide_lost_includes"
 
 
@@ -53,9 +56,6 @@ def _shown(path: str | os.PathLike[str]) -> str:
 
 def problems(app: Sphinx) -> list[str]:
     """This build's failed recipes and lost includes, one ``path:line: rule: message`` each."""
-    from xnnguide.records import records_dir
-    from xnnguide.results import check_recipes
-
     lines = []
     gallery = Path(app.srcdir) / getattr(app.config, "xnnguide_gallery_dir", "gallery")
     snippets = Path(app.confdir) / "snippets"
