@@ -101,13 +101,11 @@ def _failed(args: tuple[Any, ...], error: str, elapsed: float) -> Any:
 
 def _context() -> Any:
     if multiprocessing.get_start_method(allow_none=True) not in (None, "fork", "spawn", "forkserver"):
-        # A loky worker's own method, "loky", which a forkserver child cannot
-        # look up when it prepares itself as its parent was.
+        # A loky worker's own method, "loky", which a forkserver child cannot look up when it prepares itself.
         multiprocessing.set_start_method("forkserver", force=True)
     context = multiprocessing.get_context("forkserver")
-    # Recipes import torch, and sphinx-gallery resets matplotlib before each:
-    # the forkserver imports both once for all of them, so that a recipe's
-    # time budget is not spent on imports.
+    # Recipes import torch, and sphinx-gallery resets matplotlib before each: the forkserver imports both once
+    # for all of them, so that a recipe's time budget is not spent on imports.
     context.set_forkserver_preload(["torch", "matplotlib.pyplot", __name__])
     return context
 

@@ -40,9 +40,7 @@ def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict[s
 
 def _navigation_changed(app: Sphinx, env: Any, added: set[str], changed: set[str], removed: set[str]) -> list[str]:
     """Rewrite every page when the root document changes: each one shows its sections."""
-    if app.config.root_doc in added | changed or removed:
-        return sorted(env.found_docs)
-    return []
+    return sorted(env.found_docs) if app.config.root_doc in added | changed or removed else []
 
 
 def register(app: Sphinx) -> None:
