@@ -49,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     tasks = sorted(path.parent.name for path in snippets.glob("*/GALLERY_HEADER.rst"))
     header = snippets / args.dir / "GALLERY_HEADER.rst"
     existing = sorted(snippets.rglob(f"{args.name}.py"))
-    order = ORDER_LIST.search(header.read_text(encoding="utf-8")) if args.dir in tasks else None
+    header_text = header.read_text(encoding="utf-8") if args.dir in tasks else ""
+    order = ORDER_LIST.search(header_text)
     error = None
     if not SNAKE_CASE.fullmatch(args.name):
         error = f"NAME={args.name!r} is not snake_case: lower-case words joined by '_', like lower_resnet18_fp32"
@@ -67,7 +68,6 @@ def main(argv: list[str] | None = None) -> int:
     recipe = snippets / args.dir / f"{args.name}.py"
     recipe.write_text(text.replace(PLACEHOLDER, args.name), encoding="utf-8")
     listed = order.group(0).rstrip("\n") + f"\n   {args.name}\n"
-    header_text = header.read_text(encoding="utf-8")
     header.write_text(header_text[: order.start()] + listed + header_text[order.end():], encoding="utf-8")
     shown = recipe.relative_to(args.root)
     print(f"wrote {shown} and listed it last in {header.relative_to(args.root)} (move it to where it belongs)")
