@@ -32,12 +32,14 @@ from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
+from sphinx_gallery import gen_rst
 
 from xnnguide import environment, reader_code, shards
 from xnnguide.recipe_checks import facts
 from xnnguide.records import (DEFAULT_BUDGET_GB, DEFAULT_BUDGET_SECONDS, budget_gb, budget_seconds, dependency_key,
                               find_recipe, listed_order, load_run_record, quote_recorded, recipe_files, recorded_texts,
                               records_dir, shown, source_digest, stale_reason, write_run_record)
+from xnnguide.site.summary import problems
 
 logger = logging.getLogger(__name__)
 
@@ -105,8 +107,6 @@ def _start_long_recipes_first(split: Any) -> Any:
 
 
 def _install_execution_order() -> None:
-    from sphinx_gallery import gen_rst
-
     split = getattr(gen_rst, "_split_parallel", None)
     if split is None:
         raise ExtensionError(
@@ -448,8 +448,6 @@ def _finish_build(app: Sphinx) -> None:
 
 def _end_shard(app: Sphinx, gallery: Path, snippets: Path, summary: dict[str, Any]) -> None:
     """End a shard's build after its recipes ran: their results go to the shard folder, no page is written."""
-    from xnnguide.site.summary import problems
-
     index, count = shards.parse(app.config.xnnguide_shard)
     folder = Path(app.config.xnnguide_shard_dir or Path(app.outdir).parent / f"shard-{index}-of-{count}").resolve()
     shards.export(gallery, snippets, _shard_recipes, folder, app.config.xnnguide_shard)
