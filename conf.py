@@ -70,8 +70,8 @@ sphinx_gallery_conf = {
     "capture_repr": (),
     # The gallery is grouped by task, one subsection (folder of snippets/) per task, from first steps to
     # advanced; each subsection's GALLERY_HEADER.rst lists its recipes in order.
-    "subsection_order": ["../snippets/lowering", "../snippets/quantization", "../snippets/llm", "../snippets/performance",
-                         "../snippets/troubleshooting"],
+    "subsection_order": ["../snippets/lowering", "../snippets/quantization", "../snippets/llm",
+                         "../snippets/performance", "../snippets/troubleshooting"],
     "within_subsection_order": "xnnguide.site.recipes.RecipeOrder",
     # Recipes run side by side in worker processes, one per core, at most 4 to bound the build's memory;
     # xnnguide.site.recipes gives each worker its share of threads. A recipe that measures speed opts out
