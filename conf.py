@@ -1,8 +1,7 @@
 """Sphinx configuration of the XNNPACK lowering guide.
 
-The pages live in ``docs/``; this file sits at the root and is passed with
-``-c .`` (see the Makefile). Recipes in ``snippets/`` are run by
-sphinx-gallery into the generated, git-ignored ``docs/gallery/``.
+The pages live in ``docs/``; this file sits at the root and is passed with ``-c .`` (see the Makefile).
+Recipes in ``snippets/`` are run by sphinx-gallery into the generated, git-ignored ``docs/gallery/``.
 """
 
 from __future__ import annotations
@@ -28,8 +27,6 @@ extensions = [
     "xnnguide.site",  # recipe runs and records, facts, stamps, the execution ledger, navigation
 ]
 
-source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-root_doc = "index"
 # Fragments under _shared are included into pages, never built on their own.
 exclude_patterns = ["_shared/**", "gallery/**/*.ipynb", "gallery/_records/**"]
 
@@ -58,38 +55,27 @@ sphinx_gallery_conf = {
     # Every file in snippets/ is a recipe and runs, not only plot_*.py.
     "filename_pattern": r".*\.py$",
     "ignore_pattern": r"__init__\.py$",
-    # A recipe that raises fails the build: sphinx-gallery warns with its
-    # traceback instead of raising (Sphinx would add its bug-report text), and
-    # xnnguide.site.summary ends the build with the recipe's line, exit status 1.
-    "abort_on_example_error": False,
+    # A recipe that raises fails the build: sphinx-gallery warns with its traceback instead of raising (Sphinx
+    # would add its bug-report text), and xnnguide.site.summary ends the build with the recipe's line, status 1.
     "only_warn_on_example_error": True,
     # JUnit results, relative to the HTML output folder: _build/gallery-junit.xml.
     "junit": "../gallery-junit.xml",
     "reset_modules": ("matplotlib", "xnnguide.site.recipes.recipe_hook"),
     "reset_modules_order": "both",
-    "download_all_examples": True,
-    # sphinx-gallery's execution-times pages load scripts and styles from
-    # three CDNs: offline they break, online they tell third parties who reads
-    # the site. The Contributing page shows recipe times from our own run
+    # sphinx-gallery's execution-times pages load scripts and styles from three CDNs: offline they break, online
+    # they tell third parties who reads the site. The Contributing page shows recipe times from our own run
     # records instead (the recipe-times directive of xnnguide.site.recipes).
     "write_computation_times": False,
     "remove_config_comments": True,
-    "show_memory": False,
-    "min_reported_time": 0,
     "capture_repr": (),
-    # The gallery is grouped by task, one subsection (folder of snippets/) per
-    # task, from first steps to advanced; each subsection's GALLERY_HEADER.rst
-    # lists its recipes in order.
-    "subsection_order": ["../snippets/lowering", "../snippets/quantization", "../snippets/llm", "../snippets/performance",
-                         "../snippets/troubleshooting"],
+    # The gallery is grouped by task, one subsection (folder of snippets/) per task, from first steps to
+    # advanced; each subsection's GALLERY_HEADER.rst lists its recipes in order.
+    "subsection_order": ["../snippets/lowering", "../snippets/quantization", "../snippets/llm",
+                         "../snippets/performance", "../snippets/troubleshooting"],
     "within_subsection_order": "xnnguide.site.recipes.RecipeOrder",
-    "matplotlib_animations": False,
-    "line_numbers": False,
-    "backreferences_dir": None,
-    # Recipes run side by side in worker processes, one per core, at most 4 to
-    # bound the build's memory; xnnguide.site.recipes gives each worker its share
-    # of threads. A recipe that measures speed opts out with
-    # `# sphinx_gallery_parallel = False`: it then runs first, alone.
+    # Recipes run side by side in worker processes, one per core, at most 4 to bound the build's memory;
+    # xnnguide.site.recipes gives each worker its share of threads. A recipe that measures speed opts out
+    # with `# sphinx_gallery_parallel = False`: it then runs first, alone.
     "parallel": min(os.cpu_count() or 1, 4),
 }
 
@@ -102,11 +88,9 @@ html_static_path = ["docs/_static"]
 html_css_files = ["xnnguide.css"]
 # A favicon of our own: without one the browser asks for /favicon.ico and gets a 404.
 html_favicon = "docs/_static/favicon.svg"
-# Light or dark from the reader's system; pydata otherwise logs a console
-# error on a reader's first visit, when no mode is stored yet.
+# Light or dark from the reader's system; pydata otherwise logs a console error on a reader's first visit.
 html_context = {"default_mode": "auto"}
 html_theme_options = {
-    "navigation_with_keys": False,
     "show_toc_level": 2,
     "navbar_align": "left",
     # The header shows the sections of docs/index.md, not a flat list of pages.
@@ -120,19 +104,16 @@ html_theme_options = {
 html_sidebars = {"**": ["sidebar-sections"]}
 html_show_sourcelink = False
 
-# Copy buttons copy commands only: prompts ($, >>>, ...) are stripped and
-# output lines dropped, both by the highlighter's classes (.gp prompt,
-# .go output) and by the prompt pattern for blocks it does not mark.
+# Copy buttons copy commands only: prompts ($, >>>, ...) are stripped and output lines dropped, both by the
+# highlighter's classes (.gp prompt, .go output) and by the prompt pattern for blocks it does not mark.
 # sphinx-gallery's output blocks get no copy button at all.
 copybutton_selector = ":not(.sphx-glr-script-out) > div.highlight pre"
 copybutton_exclude = ".linenos, .gp, .go"
 copybutton_prompt_text = r">>> |\.\.\. |\$ "
 copybutton_prompt_is_regexp = True
-copybutton_only_copy_prompt_lines = True
 
-# `make linkcheck` checks links between pages and files; external URLs are
-# listed in _build/linkcheck/output.json as ignored, never fetched. Links
-# and anchors in the built HTML are checked by tests/test_site_files.py.
+# `make linkcheck` checks links between pages and files; external URLs are listed in _build/linkcheck/output.json
+# as ignored, never fetched. Links and anchors in the built HTML are checked by tests/test_site_files.py.
 linkcheck_ignore = [r"https?://"]
 
 autodoc_typehints = "description"

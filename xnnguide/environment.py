@@ -6,6 +6,7 @@ knows which releases and which machine produced the figures on it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 from importlib import metadata
@@ -16,24 +17,19 @@ PACKAGES = ("torch", "executorch", "torchao", "torchvision")
 
 def package_versions() -> dict[str, str]:
     """Installed versions of :data:`PACKAGES` (``"not installed"`` if absent)."""
-    def version(name: str) -> str:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            return "not installed"
-
-    return {name: version(name) for name in PACKAGES}
+    versions = dict.fromkeys(PACKAGES, "not installed")
+    for name in PACKAGES:
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            versions[name] = metadata.version(name)
+    return versions
 
 
 def cpu_model() -> str:
     """The CPU's model name as the kernel reports it, else the platform's guess."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.lower().startswith(("model name", "hardware", "processor\t: arm")):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as handle:
+        for line in handle:
+            if line.lower().startswith(("model name", "hardware", "processor\t: arm")):
+                return line.split(":", 1)[1].strip()
     return platform.processor() or platform.machine()
 
 

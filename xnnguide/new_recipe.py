@@ -1,10 +1,9 @@
 """Start a recipe from the template: ``make new-recipe NAME=<what_it_does> [DIR=<task>]``.
 
-Writes ``snippets/<task>/<name>.py`` from :file:`xnnguide/recipe_template.py`
-(a recipe that passes as written), lists it last in the task folder's
-``GALLERY_HEADER.rst``, and prints what to paste into the page that shows it.
-A bad name (not snake_case, or a recipe of that name exists) or an unknown
-task folder is a one-line error, exit status 2, and nothing is written.
+Writes ``snippets/<task>/<name>.py`` from :file:`xnnguide/recipe_template.py` (a recipe that passes as written),
+lists it last in the task folder's ``GALLERY_HEADER.rst``, and prints what to paste into the page that shows it.
+A bad name (not snake_case, or a recipe of that name exists) or an unknown task folder is a one-line error,
+exit status 2, and nothing is written.
 """
 
 from __future__ import annotations
@@ -14,11 +13,12 @@ import re
 import sys
 from pathlib import Path
 
+from xnnguide.records import ORDER_LIST
+
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = Path(__file__).with_name("recipe_template.py")
 PLACEHOLDER, TITLE = "what_it_does", "What it does\n============"
 SNAKE_CASE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
-ORDER_LIST = re.compile(r"^\.\. Recipe order\b[^\n]*\n(?:[ \t]+\S+[ \t]*\n?)*", re.MULTILINE)
 
 PAGE_SNIPPET = """\
 Paste into the page that shows it (a page docs/<section>/<page>.md; the path is relative to the page):
@@ -49,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     tasks = sorted(path.parent.name for path in snippets.glob("*/GALLERY_HEADER.rst"))
     header = snippets / args.dir / "GALLERY_HEADER.rst"
     existing = sorted(snippets.rglob(f"{args.name}.py"))
-    order = ORDER_LIST.search(header.read_text(encoding="utf-8")) if args.dir in tasks else None
+    header_text = header.read_text(encoding="utf-8") if args.dir in tasks else ""
+    order = ORDER_LIST.search(header_text)
     error = None
     if not SNAKE_CASE.fullmatch(args.name):
         error = f"NAME={args.name!r} is not snake_case: lower-case words joined by '_', like lower_resnet18_fp32"
@@ -67,7 +68,6 @@ def main(argv: list[str] | None = None) -> int:
     recipe = snippets / args.dir / f"{args.name}.py"
     recipe.write_text(text.replace(PLACEHOLDER, args.name), encoding="utf-8")
     listed = order.group(0).rstrip("\n") + f"\n   {args.name}\n"
-    header_text = header.read_text(encoding="utf-8")
     header.write_text(header_text[: order.start()] + listed + header_text[order.end():], encoding="utf-8")
     shown = recipe.relative_to(args.root)
     print(f"wrote {shown} and listed it last in {header.relative_to(args.root)} (move it to where it belongs)")

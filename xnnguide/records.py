@@ -1,14 +1,13 @@
 """Run records: what the last build knows of each recipe, readable without Sphinx.
 
-The build (:mod:`xnnguide.site.recipes`) writes one JSON run record per recipe
-under ``<gallery>/_records/runs/``. Everything that asks whether a recipe
-passed in its current form (the build's cache, ``tests/test_recipes_ran.py``
-through :mod:`xnnguide.results`, the drift checker's ledger, the page tests)
-asks :func:`stale_reason`, the one answer to that question.
+The build (:mod:`xnnguide.site.recipes`) writes one JSON run record per recipe under ``<gallery>/_records/runs/``.
+Everything that asks whether a recipe passed in its current form (the build's cache, ``tests/test_recipes_ran.py``
+through :mod:`xnnguide.results`, the drift checker's ledger, the page tests) asks :func:`stale_reason`.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from xnnguide import environment
+from xnnguide.recipe_checks import facts
 
 
 class RunRecord(TypedDict, total=False):
@@ -39,16 +39,12 @@ class RunRecord(TypedDict, total=False):
     environment: dict[str, Any]  # environment.describe()
 
 
-#: Where, below the gallery folder, the build keeps what the recipes left.
-RECORDS = "_records"
-
-#: A recipe that runs longer than this, in seconds of wall time, is stopped
-#: and fails the build, unless it declares its own budget (see :func:`budget_seconds`).
+#: A recipe that runs longer than this, in seconds of wall time, is stopped and fails the build, unless it
+#: declares its own budget (see :func:`budget_seconds`).
 DEFAULT_BUDGET_SECONDS = 300.0
 
-#: A recipe whose process (with its own child processes) holds more resident
-#: memory than this, in GB, is stopped and fails, unless it declares its own
-#: budget (see :func:`budget_gb`). Two recipes run side by side, and with
+#: A recipe whose process (with its own child processes) holds more resident memory than this, in GB, is stopped
+#: and fails, unless it declares its own budget (see :func:`budget_gb`). Two recipes run side by side, and with
 #: Sphinx they must fit a 24 GB machine.
 DEFAULT_BUDGET_GB = 8.0
 
@@ -63,48 +59,34 @@ def _declared(name: str, source: str | os.PathLike[str], default: float) -> floa
 
 
 def records_dir(gallery_dir: str | os.PathLike[str]) -> Path:
-    """The folder holding facts, run records and the executions log."""
-    return Path(gallery_dir) / RECORDS
+    """The folder below the gallery holding facts, run records and the executions log."""
+    return Path(gallery_dir) / "_records"
 
 
 def source_digest(path: str | os.PathLike[str]) -> str:
-    """SHA-256 of a file's bytes."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def helper_modules(source: str | os.PathLike[str]) -> list[Path]:
     """The files of this repository's ``xnnguide`` modules that a recipe imports."""
-    import ast
-
     package = Path(__file__).resolve().parent
-    tree = ast.parse(Path(source).read_text(encoding="utf-8"))
     names = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(Path(source).read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    files = set()
-    for name in names:
-        parts = name.split(".")
-        if parts[0] != package.name:
-            continue
-        candidate = package.joinpath(*parts[1:])
-        for path in (candidate.with_suffix(".py"), candidate / "__init__.py", package / "__init__.py"):
-            if path.is_file():
-                files.add(path)
-    return sorted(files)
+            names.update([node.module, *(f"{node.module}.{alias.name}" for alias in node.names)])
+    candidates = [package.joinpath(*name.split(".")[1:]) for name in names if name.split(".")[0] == package.name]
+    return sorted({path for candidate in candidates for path in (candidate.with_suffix(".py"),
+                   candidate / "__init__.py", package / "__init__.py") if path.is_file()})
 
 
 _DEPENDS_ON = re.compile(r"^\s*#\s*xnnguide_depends_on\s*=\s*(.+?)\s*$", re.MULTILINE)
 
 
 def declared_files(source: str | os.PathLike[str]) -> list[Path]:
-    """The other files a recipe declares it uses, relative to its folder::
-
-        # xnnguide_depends_on = cpp_runner/main.cpp cpp_runner/CMakeLists.txt
-    """
+    """The other files a recipe declares it uses, relative to its folder:
+    ``# xnnguide_depends_on = cpp_runner/main.cpp cpp_runner/CMakeLists.txt``."""
     source = Path(source)
     names = " ".join(_DEPENDS_ON.findall(source.read_text(encoding="utf-8"))).split()
     return [source.parent / name for name in names]
@@ -113,9 +95,8 @@ def declared_files(source: str | os.PathLike[str]) -> list[Path]:
 def dependency_key(source: str | os.PathLike[str]) -> str:
     """A digest of everything a recipe's result depends on.
 
-    The recipe's own text, the versions of :data:`xnnguide.environment.PACKAGES`,
-    the text of every ``xnnguide`` helper module it imports, and of every
-    file it declares with ``# xnnguide_depends_on = ...``. A recipe whose
+    The recipe's own text, the versions of :data:`xnnguide.environment.PACKAGES`, the text of every ``xnnguide``
+    helper module it imports, and of every file it declares with ``# xnnguide_depends_on = ...``. A recipe whose
     key changed since its last passing run is run again.
     """
     digest = hashlib.sha256(Path(source).read_bytes())
@@ -128,23 +109,13 @@ def dependency_key(source: str | os.PathLike[str]) -> str:
 
 
 def budget_seconds(source: str | os.PathLike[str], default: float = DEFAULT_BUDGET_SECONDS) -> float:
-    """The wall-time budget a recipe declares, or *default*.
-
-    A recipe declares it with a comment line, best inside an ignore block so
-    readers do not see it::
-
-        # sphinx_gallery_start_ignore
-        # xnnguide_budget_seconds = 60
-        # sphinx_gallery_end_ignore
-    """
+    """The wall-time budget a recipe declares, or *default*: a line ``# xnnguide_budget_seconds = 60``,
+    best inside an ignore block so readers do not see it."""
     return _declared("xnnguide_budget_seconds", source, default)
 
 
 def budget_gb(source: str | os.PathLike[str], default: float = DEFAULT_BUDGET_GB) -> float:
-    """The memory budget, in GB of resident memory, a recipe declares, or *default*.
-
-    Declared like the time budget: ``# xnnguide_budget_gb = 12``.
-    """
+    """The memory budget, in GB of resident memory, a recipe declares, or *default*: ``# xnnguide_budget_gb = 12``."""
     return _declared("xnnguide_budget_gb", source, default)
 
 
@@ -160,13 +131,22 @@ def recipe_files(snippets: Path) -> list[Path]:
 
 
 def find_recipe(snippets: Path, name: str) -> Path:
-    """The recipe called *name* (a stem or a file name) in whichever task folder it sits.
-
-    Recipe names are unique across the folders; a name with no recipe gives
-    the path it would have at the top of *snippets*.
-    """
+    """The recipe called *name* (a stem or a file name; unique across task folders) wherever it sits,
+    else the path it would have at the top of *snippets*."""
     stem = Path(name).stem
     return next((path for path in recipe_files(snippets) if path.stem == stem), snippets / f"{stem}.py")
+
+
+#: A subsection's recipe order, in its ``GALLERY_HEADER.rst``: an reST comment, which readers do not see,
+#: ``.. Recipe order, first steps first:`` and one indented recipe stem a line.
+ORDER_LIST = re.compile(r"^\.\. Recipe order\b[^\n]*\n((?:[ \t]+\S+[ \t]*\n?)*)", re.MULTILINE)
+
+
+def listed_order(subsection: str | os.PathLike[str]) -> list[str]:
+    """The recipe stems a subsection's ``GALLERY_HEADER.rst`` lists (:data:`ORDER_LIST`), in order."""
+    header = Path(subsection) / "GALLERY_HEADER.rst"
+    match = ORDER_LIST.search(header.read_text(encoding="utf-8")) if header.is_file() else None
+    return match.group(1).split() if match else []
 
 
 def write_run_record(folder: Path, record: RunRecord) -> None:
@@ -180,10 +160,7 @@ def write_run_record(folder: Path, record: RunRecord) -> None:
 def load_run_record(gallery_dir: str | os.PathLike[str], recipe: str) -> RunRecord | None:
     """The last run record of *recipe*, or ``None`` if it never ran."""
     path = records_dir(gallery_dir) / "runs" / f"{recipe}.json"
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
 def stale_reason(gallery: Path, source: Path) -> str | None:
@@ -212,7 +189,7 @@ def recorded_texts(gallery: str | os.PathLike[str]) -> list[str]:
     """Every text the recipes of the last build recorded as facts (scalars and table cells)."""
     texts = []
     for path in sorted((records_dir(gallery) / "facts").glob("*.json")):
-        for fact in json.loads(path.read_text(encoding="utf-8")).values():
+        for fact in facts.load(path).values():
             texts += [str(fact.get("display", "")), str(fact.get("value", ""))]
             texts += [cell for row in fact.get("rows", []) for cell in row]
     return [_words(text) for text in texts]

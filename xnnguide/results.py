@@ -1,8 +1,7 @@
 """Whether every recipe passed in the last build, located in its source.
 
-The tests and the drift checker use this instead of running any recipe
-again: the build already ran each recipe once, and its run records say how
-that went (:func:`xnnguide.records.stale_reason`).
+The tests and the drift checker use this instead of running any recipe again: the build already ran each
+recipe once, and its run records say how that went (:func:`xnnguide.records.stale_reason`).
 """
 
 from __future__ import annotations
@@ -48,10 +47,8 @@ def failure_line(traceback: str, source: Path, root: Path | None = None) -> tupl
 
 
 def check_recipes(snippets: Path, gallery: Path, root: Path) -> list[RecipeProblem]:
-    """Every recipe must have passed in a run of its current source (:func:`stale_reason`).
-
-    A failure is located at the recipe's own line (:func:`failure_line`).
-    """
+    """Every recipe must have passed in a run of its current source (:func:`stale_reason`); a failure is
+    located at the recipe's own line (:func:`failure_line`)."""
     problems = []
     for source in recipe_files(snippets):
         reason = stale_reason(gallery, source)

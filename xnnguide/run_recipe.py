@@ -4,15 +4,11 @@ Usage, from the repository root::
 
     python -m xnnguide.run_recipe snippets/lowering/lower_mobilenet_v2_fp32.py
 
-(or ``make recipe R=snippets/lowering/lower_mobilenet_v2_fp32.py``). Like the build,
-it runs the file from its own folder (so ``.pte`` files land next to it),
-with matplotlib drawing off-screen, and collects the facts the recipe records.
-It prints PASS or FAIL (as ``path:line: recipe: FAIL ...``, naming the
-recipe's line that made the failing call and, when it differs, the
-innermost frame), the wall time against the recipe's time budget, and
-the recorded facts; the exit status is 0 only for a pass within budget.
-
-The facts go to ``_build/run_recipe/facts/``, never into the gallery's
+(or ``make recipe R=...``). Like the build, it runs the file from its own folder (so ``.pte`` files land next
+to it), with matplotlib drawing off-screen, and collects the facts the recipe records. It prints PASS or FAIL
+(as ``path:line: recipe: FAIL ...``, naming the recipe's line that made the failing call and, when it differs,
+the innermost frame), the wall time against the recipe's time budget, and the recorded facts; the exit status
+is 0 only for a pass within budget. The facts go to ``_build/run_recipe/facts/``, never into the gallery's
 records, so a run here does not count as a verified run of the build.
 """
 
@@ -25,6 +21,10 @@ import sys
 import time
 import traceback
 from pathlib import Path
+
+from xnnguide.recipe_checks import facts
+from xnnguide.records import budget_seconds
+from xnnguide.results import failure_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,11 +39,6 @@ def main(argv: list[str] | None = None) -> int:
     if source.suffix != ".py" or not source.is_file():
         print(f"error: {args.recipe}: no such recipe file (expected a .py file under snippets/)", file=sys.stderr)
         return 2
-
-    from xnnguide.recipe_checks import facts
-    from xnnguide.records import budget_seconds
-    from xnnguide.results import failure_line
-
     try:
         budget = budget_seconds(source)
     except ValueError as error:

@@ -1,11 +1,9 @@
 """Sharded builds: the recipes split between machines, and their results merged.
 
-``make html SHARD=k/N`` runs only shard *k*'s recipes (:func:`assign`) and
-copies their run records, facts and gallery outputs into a folder
-(:func:`export`) that CI uploads. ``make merge-shards SHARDS="DIR..."``
-(:func:`merge`) checks each shard's run records against this checkout and
-copies them into the gallery: the next ``make html`` finds every recipe
-current (:func:`xnnguide.records.stale_reason`) and runs none.
+``make html SHARD=k/N`` runs only shard *k*'s recipes (:func:`assign`) and copies their run records, facts and
+gallery outputs into a folder (:func:`export`) that CI uploads. ``make merge-shards SHARDS="DIR..."``
+(:func:`merge`) checks each shard's run records against this checkout and copies them into the gallery: the
+next ``make html`` finds every recipe current (:func:`xnnguide.records.stale_reason`) and runs none.
 """
 
 from __future__ import annotations
@@ -19,7 +17,8 @@ import sys
 from pathlib import Path
 
 from xnnguide import environment
-from xnnguide.records import declared_files, dependency_key, find_recipe, load_run_record, records_dir, shown, source_digest
+from xnnguide.records import (declared_files, dependency_key, find_recipe, load_run_record, records_dir, shown,
+                              source_digest)
 
 MANIFEST = "shard.json"
 
@@ -42,8 +41,8 @@ def assign(sources: list[Path], gallery: Path, count: int) -> list[list[Path]]:
     tie); groups with no recorded duration then go round-robin, in name order.
     """
     group = {source.resolve(): [source] for source in sources}
-    for source in sorted(sources, key=lambda path: path.stem):
-        for needed in (path.resolve() for path in (declared_files(source) if source.is_file() else []) if path.suffix == ".py"):
+    for source in sorted((source for source in sources if source.is_file()), key=lambda path: path.stem):
+        for needed in (path.resolve() for path in declared_files(source) if path.suffix == ".py"):
             if needed in group and group[needed] is not group[source.resolve()]:
                 merged = group[needed] + group[source.resolve()]
                 for member in merged:
@@ -124,8 +123,7 @@ def merge(folders: list[Path], gallery: Path, snippets: Path) -> list[str]:
 
     Returns the problems, one line each, naming the shard and the recipe.
     """
-    problems: list[str] = []
-    taken: dict[str, str] = {}
+    problems, taken, copies = [], {}, []  # taken: recipe -> the shard that has it
     for folder in folders:
         try:
             manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
@@ -146,18 +144,17 @@ def merge(folders: list[Path], gallery: Path, snippets: Path) -> list[str]:
             else:
                 why = _disagreement(dict(record), source)
             taken.setdefault(name, where)
+            copies.append((folder, source))
             if why:
                 problems.append(f"{where}: recipe {name}: {why}")
     if problems:
         return problems
-    for folder in folders:
-        for name in json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["recipes"]:
-            source = find_recipe(snippets, name)
-            for path in outputs(gallery, snippets, source):
-                (gallery / path).unlink()
-            for path in outputs(folder, snippets, source):
-                (gallery / path).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(folder / path, gallery / path)
+    for folder, source in copies:
+        for path in outputs(gallery, snippets, source):
+            (gallery / path).unlink()
+        for path in outputs(folder, snippets, source):
+            (gallery / path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(folder / path, gallery / path)
     return []
 
 

@@ -1,18 +1,16 @@
 """The Sphinx side of the guide, one extension (``xnnguide.site`` in ``conf.py``).
 
-* :mod:`.isolation`: each recipe that runs, in a process of its own, stopped
-  at its time or memory budget; a crash fails that recipe only;
-* :mod:`.recipes`: run records of the recipes sphinx-gallery runs, the build
-  cache and the order of runs, the ``fact`` role, the ``fact-table``,
-  ``verified-stamp`` and ``recipe-times`` directives;
-* :mod:`.ledger`: the ``execution-ledger`` directive, what became of every
-  code block (it runs the drift checker, :mod:`xnnguide.doccheck`);
+* :mod:`.isolation`: each recipe that runs, in a process of its own, stopped at its time or memory budget;
+  a crash fails that recipe only;
+* :mod:`.recipes`: run records of the recipes sphinx-gallery runs, the build cache and the order of runs, the
+  facts, stamps and recipe times on pages, the gallery pages without region markers;
+* :mod:`.ledger`: the ``execution-ledger`` directive, what became of every code block (it runs the drift
+  checker, :mod:`xnnguide.doccheck`);
 * :mod:`.navigation`: the header and sidebar by kind of page;
-* :mod:`.markers`: region markers taken out of the gallery's pages;
 * :mod:`.summary`: failed recipes and lost includes, one line each, at the end.
 
-Run records themselves are Sphinx-free (:mod:`xnnguide.records`), so the
-checker, ``make recipe`` and the tests read them without Sphinx.
+Run records themselves are Sphinx-free (:mod:`xnnguide.records`), so the checker, ``make recipe`` and the tests
+read them without Sphinx.
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ from typing import Any
 
 from sphinx.application import Sphinx
 
-from xnnguide.site import isolation, ledger, markers, navigation, recipes, summary
+from xnnguide.site import isolation, ledger, navigation, recipes, summary
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
@@ -29,6 +27,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     isolation.install()
     ledger.register(app)
     navigation.register(app)
-    markers.register(app)
     summary.register(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

@@ -1,26 +1,19 @@
 """Each recipe runs in a process of its own, within its time and memory budgets.
 
-sphinx-gallery runs a recipe in the Sphinx process or in one of its loky
-worker processes. There, a recipe that hangs holds the build until someone
-kills it, and one whose interpreter dies (a segfault in native code, an
-abort) takes the whole build down with it. :func:`generate_file_rst` wraps
-sphinx-gallery's function of that name: a recipe that has to run runs in a
-child process, started from a ``forkserver`` that has imported torch once.
-The process that asked for the run watches it:
+In sphinx-gallery's own process, a recipe that hangs would hold the build, and one whose interpreter dies
+(a segfault in native code, an abort) would take the build down. :func:`generate_file_rst` wraps
+sphinx-gallery's function of that name: a recipe that has to run runs in a child process, started from a
+``forkserver`` that has imported torch once. The process that asked for the run watches it:
 
-* **time**: the child stops itself at its time budget
-  (:func:`faulthandler.dump_traceback_later`); it is killed 30 s later if
-  that fails;
-* **memory**: the resident memory of the child and its own children is read
-  every 0.2 s; over the budget, the child is asked for a traceback
-  (``SIGUSR1``) and killed;
-* **crashes**: the signal that ended the child, with the traceback that
-  :mod:`faulthandler` wrote.
+* **time**: the child stops itself at its time budget (:func:`faulthandler.dump_traceback_later`); it is
+  killed 30 s later if that fails;
+* **memory**: the resident memory of the child and its own children is read every 0.2 s; over the budget,
+  the child is asked for a traceback (``SIGUSR1``) and killed;
+* **crashes**: the signal that ended the child, with the traceback that :mod:`faulthandler` wrote.
 
-A recipe stopped in any of these ways is an ordinary failing example for
-sphinx-gallery: its page is written without outputs, the build goes on, and
-ends failing with the recipe's file, line and reason. Its run record says
-``failed``, so the next build runs it again (:func:`xnnguide.records.stale_reason`).
+A recipe stopped in any of these ways is an ordinary failing example for sphinx-gallery: its page is written
+without outputs, the build goes on, and ends failing with the recipe's file, line and reason. Its run record
+says ``failed``, so the next build runs it again (:func:`xnnguide.records.stale_reason`).
 """
 
 from __future__ import annotations
@@ -56,27 +49,24 @@ _original = gen_rst.generate_file_rst
 
 
 def install() -> None:
-    """Make sphinx-gallery run recipes through :func:`generate_file_rst`.
-
-    sphinx-gallery calls it by its module's global name, in the Sphinx process
-    and, pickled by reference to this module, in its worker processes.
-    """
+    """Make sphinx-gallery run recipes through :func:`generate_file_rst`: it calls it by its module's global
+    name, in the Sphinx process and, pickled by reference to this module, in its worker processes."""
     gen_rst.generate_file_rst = generate_file_rst
 
 
 def generate_file_rst(fname: str, target_dir: str, src_dir: str, gallery_conf: dict[str, Any]) -> Any:
     """sphinx-gallery's ``generate_file_rst``, with the recipe run in a watched child process."""
-    source = Path(os.path.normpath(Path(src_dir, fname)))
+    args, source = (fname, target_dir, src_dir, gallery_conf), Path(os.path.normpath(Path(src_dir, fname)))
     checksum = Path(target_dir, f"{fname}.md5")
     current = checksum.is_file() and checksum.read_text() == get_md5sum(source, mode="t")
     if (current and not gallery_conf["run_stale_examples"]) or not gen_rst.executable_script(source, gallery_conf):
-        return _original(fname, target_dir, src_dir, gallery_conf)
+        return _original(*args)
     try:
         seconds, gb = recipes.budgets(source)
     except ValueError as error:
-        return _failed((fname, target_dir, src_dir, gallery_conf), str(error), 0.0)
+        return _failed(args, str(error), 0.0)
     env = dict(os.environ, **{recipes.IN_WORKER: "1" if recipes._in_worker() else "0"})
-    payload = cloudpickle.dumps(((fname, target_dir, src_dir, gallery_conf), env, sys.path, os.getcwd()))
+    payload = cloudpickle.dumps((args, env, sys.path, os.getcwd()))
     with tempfile.NamedTemporaryFile("w+", prefix="xnnguide-trace-", suffix=".txt") as trace:
         outcome, elapsed, pid, peak = _watch(payload, trace.name, seconds, gb)
         if not isinstance(outcome, str):
@@ -98,13 +88,12 @@ def generate_file_rst(fname: str, target_dir: str, src_dir: str, gallery_conf: d
     error = f"Traceback (most recent call last), from faulthandler in process {pid}:\n{trace_text}{message}"
     recipes.write_run(gallery_conf, fname, seconds=elapsed, pid=pid, status="failed", error=error,
                       budget_seconds=seconds, budget_gb=gb, peak_gb=round(peak / 1e9, 3))
-    return _failed((fname, target_dir, src_dir, gallery_conf), error, elapsed)
+    return _failed(args, error, elapsed)
 
 
 def _failed(args: tuple[Any, ...], error: str, elapsed: float) -> Any:
     """sphinx-gallery's result for a recipe that failed; its page is written without outputs."""
-    fname, target_dir, src_dir, gallery_conf = args
-    intro, title, _, out_vars = _original(fname, target_dir, src_dir, {**gallery_conf, "plot_gallery": False})
+    intro, title, _, out_vars = _original(*args[:3], {**args[3], "plot_gallery": False})
     out_vars.pop("passing", None)
     out_vars["formatted_exception"] = error
     return intro, title, (elapsed, 0.0), out_vars
@@ -112,13 +101,11 @@ def _failed(args: tuple[Any, ...], error: str, elapsed: float) -> Any:
 
 def _context() -> Any:
     if multiprocessing.get_start_method(allow_none=True) not in (None, "fork", "spawn", "forkserver"):
-        # A loky worker's own method, "loky", which a forkserver child cannot
-        # look up when it prepares itself as its parent was.
+        # A loky worker's own method, "loky", which a forkserver child cannot look up when it prepares itself.
         multiprocessing.set_start_method("forkserver", force=True)
     context = multiprocessing.get_context("forkserver")
-    # Recipes import torch, and sphinx-gallery resets matplotlib before each:
-    # the forkserver imports both once for all of them, so that a recipe's
-    # time budget is not spent on imports.
+    # Recipes import torch, and sphinx-gallery resets matplotlib before each: the forkserver imports both once
+    # for all of them, so that a recipe's time budget is not spent on imports.
     context.set_forkserver_preload(["torch", "matplotlib.pyplot", __name__])
     return context
 
@@ -138,10 +125,8 @@ def _watch(payload: bytes, trace: str, seconds: float, gb: float) -> tuple[Any, 
         rss, family = _rss(process)
         peak = max(peak, rss)
         if receive.poll(POLL_SECONDS):
-            try:
+            with contextlib.suppress(EOFError):  # EOF: the child ended without a result
                 result = receive.recv_bytes()
-            except EOFError:  # the child ended without a result
-                pass
             break
         if rss > gb * 1e9:
             over = True

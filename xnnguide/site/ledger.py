@@ -1,10 +1,9 @@
 """The ``execution-ledger`` directive: what became of every code block, published in the build.
 
 The directive runs ``python -m xnnguide.doccheck --run --rules 5,6`` over ``doccheck_paths`` (relative to
-conf.py's folder; default: ``README.md``, ``docs`` and ``snippets``), which
-executes doctest and page-order blocks, reads the recipes' run records and writes
-``<gallery>/_records/ledger.json``; the directive shows it as one table per page and warns for each block
-with no fate. The ledger of an earlier build is deleted when a build starts.
+conf.py's folder; default: ``README.md``, ``docs`` and ``snippets``), which executes doctest and page-order
+blocks, reads the recipes' run records and writes ``<gallery>/_records/ledger.json``; the directive shows it as
+one table per page and warns for each block with no fate. The ledger of an earlier build is deleted when a build starts.
 """
 
 from __future__ import annotations
@@ -21,25 +20,21 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 from xnnguide.doccheck.checker import FATES
-from xnnguide.site.recipes import _table
+from xnnguide.records import records_dir
+from xnnguide.site.recipes import _gallery, _table
 
 logger = logging.getLogger(__name__)
 
 
-def _gallery(app: Sphinx) -> Path:
-    return Path(app.srcdir) / app.config.xnnguide_gallery_dir
-
-
 def _start(app: Sphinx) -> None:
-    (_gallery(app) / "_records" / "ledger.json").unlink(missing_ok=True)
+    (records_dir(_gallery(app)) / "ledger.json").unlink(missing_ok=True)
 
 
 class ExecutionLedgerDirective(SphinxDirective):
     def run(self) -> list[nodes.Node]:
         self.env.note_reread()  # the ledger is about every page: rebuild it every time
-        app, confdir = self.env.app, Path(self.env.app.confdir)
-        gallery = _gallery(app)
-        target = gallery / "_records" / "ledger.json"
+        app, confdir, gallery = self.env.app, Path(self.env.app.confdir), _gallery(self.env)
+        target = records_dir(gallery) / "ledger.json"
         command = [sys.executable, "-m", "xnnguide.doccheck", "--run", "--rules", "5,6", "--quiet", "--root",
                    str(confdir), "--ledger-json", str(target), "--conf", str(confdir / "conf.py"),
                    "--gallery", str(gallery)]

@@ -1,10 +1,9 @@
 """Navigation by kind of page: the sections of the root toctree, on every page.
 
-``docs/index.md`` groups the pages in captioned toctrees, one per kind of page
-(Tutorial, How-to guides, Reference...). The pydata theme's header lists pages,
-not captions; the templates get ``xnnguide_sections``, the captioned sections in
-order, so the header shows one entry (a link, or a menu) per section and the
-sidebar the whole tree under the same captions. Empty sections are left out.
+``docs/index.md`` groups the pages in captioned toctrees, one per kind of page (Tutorial, How-to guides,
+Reference...). The pydata theme's header lists pages, not captions; the templates get ``xnnguide_sections``, the
+captioned sections in order, so the header shows one entry (a link, or a menu) per section and the sidebar the
+whole tree under the same captions. Empty sections are left out.
 """
 
 from __future__ import annotations
@@ -41,9 +40,7 @@ def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict[s
 
 def _navigation_changed(app: Sphinx, env: Any, added: set[str], changed: set[str], removed: set[str]) -> list[str]:
     """Rewrite every page when the root document changes: each one shows its sections."""
-    if app.config.root_doc in added | changed or removed:
-        return sorted(env.found_docs)
-    return []
+    return sorted(env.found_docs) if app.config.root_doc in added | changed or removed else []
 
 
 def register(app: Sphinx) -> None:

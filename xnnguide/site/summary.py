@@ -1,15 +1,9 @@
 """The end of a build: one line per problem, and a failing exit status.
 
-Two problems otherwise scroll past in the build's output:
-
-* a ``literalinclude`` that lost its block (its file or marker is not found):
-  Sphinx warns and the page goes out without the code, and a build without
-  ``-W`` still exits 0;
-* a recipe that failed, reported by sphinx-gallery with its traceback far
-  above the end.
-
-After the build each is printed as ``path:line: rule: message``, last, and
-the build's exit status becomes 1. Lost includes are kept in the build
+Two problems otherwise scroll past in the build's output: a ``literalinclude`` that lost its block (Sphinx
+warns, the page goes out without the code, and a build without ``-W`` still exits 0), and a recipe that
+failed, reported by sphinx-gallery with its traceback far above the end. After the build each is printed as
+``path:line: rule: message``, last, and the exit status becomes 1. Lost includes are kept in the build
 environment, so a page that is not re-read still counts.
 """
 
@@ -24,13 +18,14 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.directives.code import LiteralInclude
 
+from xnnguide.records import records_dir
+from xnnguide.results import check_recipes
+
 _KEY = "xnnguide_lost_includes"
 
 
 def _lost(env: Any) -> dict[str, list[tuple[str, int, str]]]:
-    if not hasattr(env, _KEY):
-        setattr(env, _KEY, {})
-    return getattr(env, _KEY)
+    return env.__dict__.setdefault(_KEY, {})
 
 
 class TrackedLiteralInclude(LiteralInclude):
@@ -61,9 +56,6 @@ def _shown(path: str | os.PathLike[str]) -> str:
 
 def problems(app: Sphinx) -> list[str]:
     """This build's failed recipes and lost includes, one ``path:line: rule: message`` each."""
-    from xnnguide.records import records_dir
-    from xnnguide.results import check_recipes
-
     lines = []
     gallery = Path(app.srcdir) / getattr(app.config, "xnnguide_gallery_dir", "gallery")
     snippets = Path(app.confdir) / "snippets"
