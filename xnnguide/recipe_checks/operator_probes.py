@@ -415,11 +415,11 @@ def _lower_and_run(builds: dict[str, Callable[[], tuple]], runtime, half: bool =
     *half*: models and inputs in fp16, against fp32 eager on the same inputs. *dynamic*: dimension 0
     of every input is one ``torch.export.Dim``, run at sizes 2 and 3. *lower_only*: lowered, not run.
     """
-    targets, sizes = list(builds), ((2, 3) if dynamic else (None,))
-    lowering, expected, actual, scales = None, [], [], []
+    targets, sizes = list(builds), (() if lower_only else (2, 3) if dynamic else (None,))
+    lowering, actual = None, []
     try:
         torch.manual_seed(0)
-        models, inputs, arities, references = [], [], [], []
+        models, inputs, arities, scales, references = [], [], [], [], []
         for target in targets:
             model, args, *scale = builds[target]()
             scales.append(scale[0] if scale else None)
@@ -434,13 +434,14 @@ def _lower_and_run(builds: dict[str, Callable[[], tuple]], runtime, half: bool =
             inputs.extend(args)
             arities.append(len(args))
         side = _SideBySide(models, arities)
-        runs = [tuple(inputs) if size is None else tuple(_batch(x, size) for x in inputs) for size in sizes]
+        runs = [tuple(_batch(x, size) for x in inputs) if size else tuple(inputs) for size in sizes]
         with torch.no_grad():
             expected = [references or list(side(*args)) for args in runs]
         batch = torch.export.Dim("batch", min=BATCH_MIN, max=BATCH_MAX)
-        edge = lower(targets[0], side, tuple(inputs), (tuple({0: batch} for _ in inputs),) if dynamic else None)
+        probe = side if len(models) > 1 else models[0]  # alone, a probe is lowered as itself
+        edge = lower(targets[0], probe, tuple(inputs), (tuple({0: batch} for _ in inputs),) if dynamic else None)
         lowering = Lowering.read(edge.exported_program().graph_module)
-        if not lower_only:
+        if runs:
             program = runtime.load_program(edge.to_executorch().buffer)  # alive while its method runs
             actual = [program.load_method("forward").execute(list(args)) for args in runs]
         message = ""
@@ -490,29 +491,43 @@ def run_probe(claim: Claim, runtime, build: Callable[[], tuple] | None = None) -
     return judge(claim, _lower_and_run({claim.target: build}, runtime)[claim.target][0])
 
 
-def _flow_groups(targets: list[str]) -> list[list[str]]:
-    """*targets* split by the lowering flow their probes need (see ``lower``)."""
-    flows = (set(targets) - LEGACY_FLOW - SKIP_DIM_ORDER, LEGACY_FLOW, SKIP_DIM_ORDER)
-    return [group for group in ([t for t in targets if t in flow] for flow in flows) if group]
+def _side_by_side(claims: list[Claim], builds: dict[str, Callable[[], tuple]], runtime,
+                  verdict: Callable[[Claim, list[ProbeRun]], ProbeResult], **options) -> dict[str, ProbeResult]:
+    """Judge *claims* on their probes *builds* lowered side by side, one program per lowering flow (see ``lower``).
+
+    A claim not verified so is probed again alone: side by side, another probe's nodes may count against it.
+    """
+    found = {}
+
+    def probe(group: list[Claim]) -> None:
+        runs = _lower_and_run({c.target: builds[c.target] for c in group}, runtime, **options)
+        found.update({c.target: verdict(c, runs[c.target]) for c in group})
+
+    legacy = [c for c in claims if c.target in LEGACY_FLOW]
+    skip = [c for c in claims if c.target in SKIP_DIM_ORDER]
+    for group in ([c for c in claims if c not in legacy + skip], legacy, skip):
+        if group:
+            probe(group)
+    for claim in claims:
+        if not found[claim.target].verified:
+            probe([claim])
+    return found
 
 
 def run_all(runtime) -> list[ProbeResult]:
     """Probe every claim on *runtime* (an ``executorch.runtime.Runtime``).
 
-    The fp32 probes run side by side, one program per lowering flow; a claim
-    not verified that way is probed again alone. Claims that share a probe
-    model (``quantize_affine``, ``dequantize_affine`` and ``choose_qparams_affine``
+    The fp32 probes run side by side. Claims that share a probe model
+    (``quantize_affine``, ``dequantize_affine`` and ``choose_qparams_affine``
     all come from one dynamically quantized linear layer) are judged on one lowering of it.
     """
-    together, runs, results = {}, {}, []
-    for group in _flow_groups([c.target for c in claims() if c.precision == FP32 and c.target in FP32_PROBES]):
-        together.update(_lower_and_run({t: FP32_PROBES[t] for t in group}, runtime))
+    fp32 = _side_by_side([c for c in claims() if c.precision == FP32 and c.target in FP32_PROBES], FP32_PROBES,
+                         runtime, lambda claim, runs: judge(claim, runs[0]))
+    runs, results = {}, []
     for claim in claims():
-        if claim.precision == FP32 and claim.target in together:
-            result = judge(claim, together[claim.target][0])
-            if result.verified:
-                results.append(result)
-                continue
+        if claim.precision == FP32 and claim.target in fp32:
+            results.append(fp32[claim.target])
+            continue
         build = probe_for(claim)
         key = (build, claim.target in LEGACY_FLOW, claim.target in SKIP_DIM_ORDER)
         if build is not None and key not in runs:
@@ -536,21 +551,11 @@ def _judge_runs(claim: Claim, runs: list[ProbeRun], dynamic: bool = False) -> Pr
 def run_extra(column: str, runtime) -> list[ProbeResult]:
     """Probe every operator with an fp32 claim in *column* (``FP16`` or ``DYNAMIC``), a few lowerings in all."""
     targets = [c.target for c in claims() if c.precision == FP32]
-    found = {t: ProbeResult(Claim(t, "", column), NO_PROBE) for t in targets if t not in FP32_PROBES}
-    probed = [t for t in targets if t in FP32_PROBES]
     dynamic = column == DYNAMIC
-    builds = {t: (DYNAMIC_PROBES.get(t) if dynamic else None) or FP32_PROBES[t] for t in probed}
-
-    def probe(group: list[str]) -> None:
-        runs = _lower_and_run({t: builds[t] for t in group}, runtime, half=column == FP16, dynamic=dynamic)
-        found.update({t: _judge_runs(Claim(t, "", column), runs[t], dynamic) for t in group})
-
-    for group in _flow_groups(probed):
-        probe(group)
-    for target in probed:  # side by side, another probe's nodes may count against it: alone, they cannot
-        if not found[target].verified:
-            probe([target])
-    return [found[t] for t in targets]
+    builds = {**FP32_PROBES, **DYNAMIC_PROBES} if dynamic else FP32_PROBES
+    found = _side_by_side([Claim(t, "", column) for t in targets if t in builds], builds, runtime,
+                          partial(_judge_runs, dynamic=dynamic), half=column == FP16, dynamic=dynamic)
+    return [found.get(t) or ProbeResult(Claim(t, "", column), NO_PROBE) for t in targets]
 
 
 @dataclass(frozen=True)
