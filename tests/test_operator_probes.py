@@ -134,13 +134,15 @@ def test_table_shows_the_extra_columns_and_the_probed_conditions():
 
 
 def test_real_condition_probes_are_refused_and_taken(runtime):
+    def probe(condition, form, **options):
+        runs = probes._lower_and_run({condition.target: getattr(condition, form)}, runtime, **options)
+        claim = Claim(condition.target, "", probes.FP32)
+        return probes._judge_runs(claim, runs[condition.target], options.get("dynamic", False))
+
     # pow: the docstring says "powers of two", the code takes only the integer 2.
-    pow_conditions = [c for c in probes.CONDITIONS if c.target == "pow.Tensor_Scalar"]
-    found = probes._side_by_side(probes.FP32, {"pow.Tensor_Scalar": pow_conditions[0].refused}, runtime,
-                                 lower_only=True)
-    assert found["pow.Tensor_Scalar"].status == probes.REFUSED
+    pow_condition = next(c for c in probes.CONDITIONS if c.target == "pow.Tensor_Scalar")
+    assert probe(pow_condition, "refused", lower_only=True).status == probes.REFUSED
     # max_pool2d: ceil mode is refused only with dynamic shapes.
     ceil = next(c for c in probes.CONDITIONS if c.target == "max_pool2d.default" and c.dynamic)
-    static = probes._side_by_side(probes.FP32, {ceil.target: ceil.accepted}, runtime)
-    dynamic = probes._side_by_side(probes.FP32, {ceil.target: ceil.refused}, runtime, lower_only=True, dynamic=True)
-    assert static[ceil.target].verified and dynamic[ceil.target].status == probes.REFUSED
+    assert probe(ceil, "accepted").verified
+    assert probe(ceil, "refused", lower_only=True, dynamic=True).status == probes.REFUSED

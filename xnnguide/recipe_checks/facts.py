@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-_active: dict[str, Any] = {"name": None, "path": None, "facts": {}}
+_active: dict[str, Any] = {"path": None, "facts": {}}
 
 
 def begin_recipe(name: str, directory: str | os.PathLike[str]) -> None:
@@ -31,7 +31,7 @@ def begin_recipe(name: str, directory: str | os.PathLike[str]) -> None:
     path = Path(directory) / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)
-    _active.update(name=name, path=path, facts={})
+    _active.update(path=path, facts={})
 
 
 def end_recipe() -> None:
@@ -41,7 +41,7 @@ def end_recipe() -> None:
     its existence says the recipe ran to its end.
     """
     _write()
-    _active.update(name=None, path=None, facts={})
+    _active.update(path=None, facts={})
 
 
 def _write() -> None:

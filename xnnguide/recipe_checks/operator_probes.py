@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import traceback
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable  # typing.Callable: Sphinx resolves it without an inventory
 
 import torch
@@ -48,6 +49,20 @@ INT8_STEPS = 1.01
 #: wrong or missing operator.
 DYNAMIC_RELATIVE = 0.02
 
+#: Two more columns, measured for every operator with an fp32 claim: the same
+#: probe in half precision (the configs' common dtype check admits float16
+#: wherever it admits float32), and the same probe exported with a dynamic
+#: batch dimension.
+FP16, DYNAMIC = "fp16", "dynamic shapes"
+EXTRA_COLUMNS = (FP16, DYNAMIC)
+#: fp16 keeps about three significant digits; the reference is fp32 eager on the fp16-rounded inputs.
+FP16_ATOL = FP16_RTOL = 1e-2
+#: Dynamic probes: dimension 0 of every input is one ``torch.export.Dim`` with
+#: this range, exported at size 2 (inputs of size 1 are doubled) and run at sizes 2 and 3.
+BATCH_MIN, BATCH_MAX = 1, 4
+#: Outcomes of the two extra columns that are findings, not failed claims.
+REFUSED, NOT_DYNAMIC = "not delegated", "NOT DYNAMIC"
+
 Inputs = tuple[torch.Tensor, ...]
 
 
@@ -57,7 +72,7 @@ class Claim:
 
     target: str  # Edge operator name without namespace, e.g. "add.Tensor"
     config: str  # the config class, e.g. "AddConfig"
-    precision: str  # one of PRECISIONS
+    precision: str  # one of PRECISIONS, or an extra column
 
 
 @dataclass
@@ -88,15 +103,11 @@ def claims() -> list[Claim]:
 
     names = {ConfigPrecisionType.FP32: FP32, ConfigPrecisionType.STATIC_QUANT: INT8,
              ConfigPrecisionType.DYNAMIC_QUANT: DYNAMIC_INT8}
-    found = []
-    for config in ALL_PARTITIONER_CONFIGS:
-        supported = config().supported_precision_types()
-        # Known precisions in PRECISIONS order, then any a later release adds
-        # (those get a column of their own and no probe, so they show as flagged).
-        ordered = [p for p in names if p in supported] + [p for p in supported if p not in names]
-        for precision in ordered:
-            found.append(Claim(config.target_name, config.__name__, names.get(precision, precision.name.lower())))
-    return found
+    order = list(names)  # then any precision a later release adds: a column of its own, no probe, flagged
+    return [Claim(config.target_name, config.__name__, names.get(precision, precision.name.lower()))
+            for config in ALL_PARTITIONER_CONFIGS
+            for precision in sorted(config().supported_precision_types(),
+                                    key=lambda p: order.index(p) if p in names else len(order))]
 
 
 class _Op(torch.nn.Module):
@@ -117,14 +128,7 @@ def _fn(fn: Callable[..., torch.Tensor], *inputs: Callable[[], torch.Tensor]):
 
 #: The shapes of the probes' inputs: a batch of two 16-vectors, one 4-channel 8x8 image.
 VEC, IMG = (2, 16), (1, 4, 8, 8)
-
-
-def _vec() -> torch.Tensor:
-    return torch.randn(VEC)
-
-
-def _img() -> torch.Tensor:
-    return torch.randn(IMG)
+_vec, _img = partial(torch.randn, VEC), partial(torch.randn, IMG)
 
 
 def _positive() -> torch.Tensor:
@@ -143,8 +147,11 @@ def _batch_norm() -> torch.nn.Module:
 
 #: fp32 probes: target -> () -> (model, inputs). Each model holds one operator.
 FP32_PROBES: dict[str, Callable[[], tuple[torch.nn.Module, Inputs]]] = {
-    "abs.default": _fn(torch.abs, _vec),
-    "add.Tensor": _fn(torch.add, _vec, _vec),
+    **{f"{name}.default": _fn(getattr(torch, name), _vec)
+       for name in ("abs", "exp", "neg", "relu", "sigmoid", "sin", "cos", "tanh")},
+    **{f"{name}.default": _fn(getattr(torch, name), _positive) for name in ("log", "sqrt", "rsqrt")},
+    **{f"{name}.Tensor": _fn(getattr(torch, name), _vec, _vec) for name in ("add", "sub", "mul")},
+    **{f"{name}.default": _fn(getattr(torch, name), _vec, _vec) for name in ("maximum", "minimum")},
     "addmm.default": lambda: (torch.nn.Linear(16, 8), (_vec(),)),  # with LEGACY_FLOW
     "avg_pool2d.default": _fn(lambda x: F.avg_pool2d(x, 2), _img),
     "_native_batch_norm_legit_no_training.default": lambda: (_batch_norm(), (_img(),)),
@@ -157,37 +164,23 @@ FP32_PROBES: dict[str, Callable[[], tuple[torch.nn.Module, Inputs]]] = {
     "convolution.default": lambda: (torch.nn.Conv2d(4, 6, 3, padding=1), (_img(),)),
     "clamp.default": _fn(lambda x: torch.clamp(x, -0.5, 0.5), _vec),
     "div.Tensor": _fn(torch.div, _vec, _positive),
-    "exp.default": _fn(torch.exp, _vec),
     "floor.default": _fn(lambda x: torch.floor(x * 3), _vec),
     "gelu.default": _fn(F.gelu, _vec),
     "hardtanh.default": _fn(lambda x: F.hardtanh(x, -0.5, 0.5), _vec),
     "hardswish.default": _fn(F.hardswish, lambda: _vec() * 4),
     "leaky_relu.default": _fn(lambda x: F.leaky_relu(x, 0.1), _vec),
     "linear.default": lambda: (torch.nn.Linear(16, 8), (_vec(),)),
-    "log.default": _fn(torch.log, _positive),
     # XNNPACK's max.dim takes 4-D input only (see CONDITIONS).
     "max.dim": _fn(lambda x: torch.max(x, dim=3, keepdim=True)[0], _img),
-    "maximum.default": _fn(torch.maximum, _vec, _vec),
     "max_pool2d.default": _fn(lambda x: F.max_pool2d(x, 2), _img),
     "mean.dim": _fn(lambda x: x.mean(dim=(2, 3), keepdim=True), _img),
-    "minimum.default": _fn(torch.minimum, _vec, _vec),
     "mm.default": lambda: (torch.nn.Linear(16, 8, bias=False), (_vec(),)),
-    "mul.Tensor": _fn(torch.mul, _vec, _vec),
-    "neg.default": _fn(torch.neg, _vec),
     "permute_copy.default": _fn(lambda x: x.permute(0, 2, 3, 1), _img),
     "pow.Tensor_Scalar": _fn(lambda x: x**2, _vec),
     "prelu.default": lambda: (torch.nn.PReLU(4, init=0.2), (_img(),)),
-    "rsqrt.default": _fn(torch.rsqrt, _positive),
-    "relu.default": _fn(torch.relu, _vec),
-    "tanh.default": _fn(torch.tanh, _vec),
     "_to_dim_order_copy.default": _fn(lambda x: x.to(memory_format=torch.channels_last), _img),
-    "sigmoid.default": _fn(torch.sigmoid, _vec),
-    "sin.default": _fn(torch.sin, _vec),
-    "cos.default": _fn(torch.cos, _vec),
     "slice_copy.Tensor": _fn(lambda x: x[:, 2:10], _vec),
     "_softmax.default": _fn(lambda x: torch.softmax(x, dim=-1), _vec),
-    "sqrt.default": _fn(torch.sqrt, _positive),
-    "sub.Tensor": _fn(torch.sub, _vec, _vec),
     "unsqueeze_copy.default": _fn(lambda x: x.unsqueeze(-1), _vec),
     "upsample_bilinear2d.vec": _fn(
         lambda x: F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False), _img
@@ -195,9 +188,16 @@ FP32_PROBES: dict[str, Callable[[], tuple[torch.nn.Module, Inputs]]] = {
     "view_copy.default": _fn(lambda x: x.reshape(4, 8), _vec),
 }
 
+#: Dynamic-shape forms of probes whose fp32 form would pin the batch size.
+DYNAMIC_PROBES = {"view_copy.default": _fn(lambda x: x.reshape(x.shape[0] * 2, 8), _vec)}
+
 #: Probes whose target operator only appears with a non-default Edge config:
 #: ``clone`` becomes ``_clone_dim_order`` unless dim-order ops are skipped.
 SKIP_DIM_ORDER = {"clone.default"}
+#: Probes that go through the older ``to_edge`` + ``to_backend`` flow: there
+#: ``linear`` decomposes into ``permute_copy`` + ``addmm`` (or ``mm`` without
+#: bias), which is how ``addmm`` and ``mm`` reach the partitioner.
+LEGACY_FLOW = {"addmm.default", "mm.default"}
 
 
 def _qparams(tensor: torch.Tensor) -> tuple[float, int]:
@@ -223,7 +223,7 @@ SHARED_QPARAMS = {
 }
 
 
-def _explicit_int8(target: str) -> Callable[[], tuple[torch.nn.Module, Inputs, float]]:
+def _explicit_int8(target: str) -> tuple[torch.nn.Module, Inputs, float]:
     """The fp32 probe of *target* between quantize/dequantize pairs with fixed parameters: one operator on int8 data.
 
     Operators whose output stays within their input's range (data movement,
@@ -231,46 +231,27 @@ def _explicit_int8(target: str) -> Callable[[], tuple[torch.nn.Module, Inputs, f
     input's parameters, as a quantizer shares them; the others get parameters
     for their own output range.
     """
+    op, inputs = FP32_PROBES[target]()
+    in_params = [_qparams(x) for x in inputs]
+    if target == "cat.default":  # cat's inputs must share one set of parameters
+        in_params = [_qparams(torch.cat(inputs))] * len(inputs)
 
-    def build() -> tuple[torch.nn.Module, Inputs, float]:
-        op, inputs = FP32_PROBES[target]()
-        in_params = [_qparams(x) for x in inputs]
-        if target == "cat.default":  # cat's inputs must share one set of parameters
-            in_params = [_qparams(torch.cat(inputs))] * len(inputs)
+    def on_dequantized(*xs: torch.Tensor) -> torch.Tensor:
+        return op(*[_qdq(x, *params) for x, params in zip(xs, in_params)])
 
-        def on_dequantized(*xs: torch.Tensor) -> torch.Tensor:
-            return op(*[_qdq(x, *params) for x, params in zip(xs, in_params)])
-
-        with torch.no_grad():
-            out_params = in_params[0] if target in SHARED_QPARAMS else _qparams(on_dequantized(*inputs))
-        return _Op(lambda *xs: _qdq(on_dequantized(*xs), *out_params)), inputs, out_params[0]
-
-    return build
+    with torch.no_grad():
+        out_params = in_params[0] if target in SHARED_QPARAMS else _qparams(on_dequantized(*inputs))
+    return _Op(lambda *xs: _qdq(on_dequantized(*xs), *out_params)), inputs, out_params[0]
 
 
-def _gemm_int8(build: Callable[[], tuple[torch.nn.Module, Inputs]], dynamic: bool):
-    """The probe of *build* quantized by ``XNNPACKQuantizer``, calibrated on its own input."""
-
-    def make() -> tuple[torch.nn.Module, Inputs, float | None]:
-        model, inputs = build()
-        quantized = quantize_pt2e(model, inputs, [inputs], dynamic=dynamic)
-        # Static int8: the scale of the last quantize node. Dynamic quantization
-        # returns fp32; its tolerance is set relative to the output.
-        scales = [node.args[1] for node in quantized.graph.nodes
-                  if node.op == "call_function" and op_name(node) == "quantize_per_tensor.default"]
-        return quantized, inputs, None if dynamic else float(scales[-1])
-
-    return make
-
-
-#: The GEMM claims, probed int8 static and dynamic by quantizing their fp32 probes.
-_GEMMS = ("linear.default", "convolution.default", "addmm.default", "mm.default")
-
-
-#: Probes that go through the older ``to_edge`` + ``to_backend`` flow: there
-#: ``linear`` decomposes into ``permute_copy`` + ``addmm`` (or ``mm`` without
-#: bias), which is how ``addmm`` and ``mm`` reach the partitioner.
-LEGACY_FLOW = {(precision, target) for precision in PRECISIONS for target in ("addmm.default", "mm.default")}
+def _gemm_int8(target: str, dynamic: bool) -> tuple[torch.nn.Module, Inputs, float | None]:
+    """The fp32 probe of *target* quantized by ``XNNPACKQuantizer``, calibrated on its own input."""
+    model, inputs = FP32_PROBES[target]()
+    quantized = quantize_pt2e(model, inputs, [inputs], dynamic=dynamic)
+    # Static int8: the scale of the last quantize node. Dynamic quantization
+    # returns fp32; its tolerance is set relative to the output.
+    scales = [node.args[1] for node in quantized.graph.nodes if _calls(node, "quantize_per_tensor.default")]
+    return quantized, inputs, None if dynamic else float(scales[-1])
 
 
 def _affine_dynamic() -> tuple[torch.nn.Module, Inputs, None]:
@@ -293,16 +274,20 @@ def _quantize_dequantize() -> tuple[torch.nn.Module, Inputs, float]:
     return _Op(lambda x: _qdq(x, *params)), inputs, params[0]
 
 
+#: The GEMM claims, probed int8 static and dynamic by quantizing their fp32 probes.
+_GEMMS = ("linear.default", "convolution.default", "addmm.default", "mm.default")
+
 INT8_PROBES: dict[str, Callable[[], tuple[torch.nn.Module, Inputs, float | None]]] = {
-    **{target: _explicit_int8(target) for target in SHARED_QPARAMS | {"add.Tensor", "mul.Tensor", "sub.Tensor"}},
+    **{target: partial(_explicit_int8, target)
+       for target in {*SHARED_QPARAMS, "add.Tensor", "mul.Tensor", "sub.Tensor"}},
     # q -> dq alone: the conversions at the edges of every int8 partition.
     "quantize_per_tensor.default": _quantize_dequantize,
     "dequantize_per_tensor.default": _quantize_dequantize,
-    **{target: _gemm_int8(FP32_PROBES[target], dynamic=False) for target in _GEMMS},
+    **{target: partial(_gemm_int8, target, dynamic=False) for target in _GEMMS},
 }
 
 DYNAMIC_INT8_PROBES: dict[str, Callable[[], tuple[torch.nn.Module, Inputs, float | None]]] = {
-    **{target: _gemm_int8(FP32_PROBES[target], dynamic=True) for target in _GEMMS},
+    **{target: partial(_gemm_int8, target, dynamic=True) for target in _GEMMS},
     "quantize_affine.default": _affine_dynamic,
     "dequantize_affine.default": _affine_dynamic,
     "choose_qparams_affine.default": _affine_dynamic,
@@ -315,20 +300,19 @@ def probe_for(claim: Claim) -> Callable[[], tuple] | None:
     return table.get(claim.target)
 
 
-def lower(claim: Claim, model: torch.nn.Module, inputs: Inputs, dynamic_shapes=None):
-    """Export *model* and lower it to XNNPACK the way a reader would; return the Edge program."""
+def lower(target: str, model: torch.nn.Module, inputs: Inputs, dynamic_shapes=None):
+    """Export *model* and lower it to XNNPACK as a reader would, in the flow *target* needs; return the Edge program."""
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.backends.xnnpack.utils.configs import get_transform_passes, get_xnnpack_edge_compile_config
     from executorch.exir import to_edge, to_edge_transform_and_lower
 
     exported = torch.export.export(model, inputs, dynamic_shapes=dynamic_shapes)
-    if (claim.precision, claim.target) in LEGACY_FLOW:
+    if target in LEGACY_FLOW:
         edge = to_edge(exported, compile_config=get_xnnpack_edge_compile_config())
         return edge.transform(get_transform_passes()).to_backend(XnnpackPartitioner())
-    skip_dim_order = claim.target in SKIP_DIM_ORDER
     return to_edge_transform_and_lower(
         exported, transform_passes=get_transform_passes(), partitioner=[XnnpackPartitioner()],
-        compile_config=get_xnnpack_edge_compile_config(skip_dim_order=True) if skip_dim_order else None,
+        compile_config=get_xnnpack_edge_compile_config(skip_dim_order=True) if target in SKIP_DIM_ORDER else None,
     )
 
 
@@ -383,7 +367,7 @@ def delegation_problem(claim: Claim, lowering: Lowering) -> str:
     if not nodes:
         return "the probe's graph has no such node"
     quantizing = claim.target.startswith(("quantize_", "dequantize_", "choose_qparams"))
-    if claim.precision == FP32 or quantizing:
+    if claim.precision not in (INT8, DYNAMIC_INT8) or quantizing:
         return ""
     for node in nodes:
         if not node.dequantized_input:
@@ -404,28 +388,73 @@ class ProbeRun:
     error: str = ""
 
 
-def _lower_and_run(claim: Claim, build: Callable[[], tuple], runtime) -> ProbeRun:
-    run = ProbeRun()
+class _SideBySide(torch.nn.Module):
+    """Several probe models in one program, so that one lowering judges them all."""
+
+    def __init__(self, models: list[torch.nn.Module], arities: list[int]):
+        super().__init__()
+        self.models, self.arities = torch.nn.ModuleList(models), arities
+
+    def forward(self, *inputs: torch.Tensor):
+        outputs, start = [], 0
+        for model, arity in zip(self.models, self.arities):
+            outputs.append(model(*inputs[start:start + arity]))
+            start += arity
+        return tuple(outputs)
+
+
+def _batch(x: torch.Tensor, size: int) -> torch.Tensor:
+    """*x* with dimension 0 grown to *size* by repeating its rows, flipped so that they differ."""
+    return torch.cat([x, x.flip(-1)] * size)[:size]
+
+
+def _lower_and_run(builds: dict[str, Callable[[], tuple]], runtime, half: bool = False, dynamic: bool = False,
+                   lower_only: bool = False) -> dict[str, list[ProbeRun]]:
+    """Lower the probes *builds* (target -> builder) as one program, run it; per target, one run per input size.
+
+    *half*: models and inputs in fp16, against fp32 eager on the same inputs. *dynamic*: dimension 0
+    of every input is one ``torch.export.Dim``, run at sizes 2 and 3. *lower_only*: lowered, not run.
+    """
+    targets, sizes = list(builds), (() if lower_only else (2, 3) if dynamic else (None,))
+    lowering, actual = None, []
     try:
         torch.manual_seed(0)
-        built = build()
-        model, inputs = built[0], built[1]
-        run.scale = built[2] if len(built) > 2 else None
+        models, inputs, arities, scales, references = [], [], [], [], []
+        for target in targets:
+            model, args, *scale = builds[target]()
+            scales.append(scale[0] if scale else None)
+            if half:
+                args = tuple(x.half() for x in args)
+                with torch.no_grad():
+                    references.append(model(*[x.float() for x in args]))
+                model = model.half()
+            if dynamic:
+                args = tuple(_batch(x, 2) for x in args)
+            models.append(model)
+            inputs.extend(args)
+            arities.append(len(args))
+        side = _SideBySide(models, arities)
+        runs = [tuple(_batch(x, size) for x in inputs) if size else tuple(inputs) for size in sizes]
         with torch.no_grad():
-            run.expected = model(*inputs)
-        edge = lower(claim, model, inputs)
-        run.lowering = Lowering.read(edge.exported_program().graph_module)
-        # Keep the program alive while its method runs.
-        program = runtime.load_program(edge.to_executorch().buffer)
-        run.actual = program.load_method("forward").execute(list(inputs))[0]
-    except Exception as error:  # a probe that raises is a finding, not a crash
-        last = traceback.format_exception_only(type(error), error)[-1].strip()
-        run.error = last.splitlines()[0][:160]
-    return run
+            expected = [references or list(side(*args)) for args in runs]
+        batch = torch.export.Dim("batch", min=BATCH_MIN, max=BATCH_MAX)
+        probe = side if len(models) > 1 else models[0]  # alone, a probe is lowered as itself
+        edge = lower(targets[0], probe, tuple(inputs), (tuple({0: batch} for _ in inputs),) if dynamic else None)
+        lowering = Lowering.read(edge.exported_program().graph_module)
+        if runs:
+            program = runtime.load_program(edge.to_executorch().buffer)  # alive while its method runs
+            actual = [program.load_method("forward").execute(list(args)) for args in runs]
+        message = ""
+    except Exception as error:  # a probe that raises is a finding, not a crash; it fails its whole program
+        message = traceback.format_exception_only(type(error), error)[-1].strip().splitlines()[0][:160]
+    if message or not actual:
+        return {target: [ProbeRun(lowering, error=message)] for target in targets}
+    return {target: [ProbeRun(lowering, want[i], got[i], scales[i]) for want, got in zip(expected, actual)]
+            for i, target in enumerate(targets)}
 
 
 def judge(claim: Claim, run: ProbeRun) -> ProbeResult:
-    """The verdict on *claim* from a probe run: delegated, ran, and matched eager."""
+    """The verdict on *claim* from a probe run: delegated, ran, and matched eager (a run only lowered: delegated)."""
     if run.lowering is not None:
         problem = delegation_problem(claim, run.lowering)
         if problem:
@@ -433,12 +462,14 @@ def judge(claim: Claim, run: ProbeRun) -> ProbeResult:
     if run.error:
         return ProbeResult(claim, FAILED, run.error)
     expected, actual = run.expected, run.actual
-    if claim.precision == FP32:
-        tolerance = FP32_ATOL + FP32_RTOL * expected.abs().max().item()
-    elif run.scale is not None:
+    if expected is None:
+        return ProbeResult(claim, VERIFIED, "", 0.0, 0.0)
+    if claim.precision != FP32 and run.scale is not None:
         tolerance = INT8_STEPS * run.scale
     else:
-        tolerance = DYNAMIC_RELATIVE * expected.abs().max().item()
+        atol, rtol = {FP32: (FP32_ATOL, FP32_RTOL), DYNAMIC: (FP32_ATOL, FP32_RTOL), FP16: (FP16_ATOL, FP16_RTOL)}.get(
+            claim.precision, (0.0, DYNAMIC_RELATIVE))
+        tolerance = atol + rtol * expected.abs().max().item()
     if actual.shape != expected.shape:
         detail = f"output shape {tuple(actual.shape)}, eager {tuple(expected.shape)}"
         return ProbeResult(claim, MISMATCH, detail, None, tolerance)
@@ -457,158 +488,74 @@ def run_probe(claim: Claim, runtime, build: Callable[[], tuple] | None = None) -
     build = build or probe_for(claim)
     if build is None:
         return ProbeResult(claim, NO_PROBE, "this guide has no probe model for it yet")
-    return judge(claim, _lower_and_run(claim, build, runtime))
+    return judge(claim, _lower_and_run({claim.target: build}, runtime)[claim.target][0])
+
+
+def _side_by_side(claims: list[Claim], builds: dict[str, Callable[[], tuple]], runtime,
+                  verdict: Callable[[Claim, list[ProbeRun]], ProbeResult], **options) -> dict[str, ProbeResult]:
+    """Judge *claims* on their probes *builds* lowered side by side, one program per lowering flow (see ``lower``).
+
+    A claim not verified so is probed again alone: side by side, another probe's nodes may count against it.
+    """
+    found = {}
+
+    def probe(group: list[Claim]) -> None:
+        runs = _lower_and_run({c.target: builds[c.target] for c in group}, runtime, **options)
+        found.update({c.target: verdict(c, runs[c.target]) for c in group})
+
+    legacy = [c for c in claims if c.target in LEGACY_FLOW]
+    skip = [c for c in claims if c.target in SKIP_DIM_ORDER]
+    for group in ([c for c in claims if c not in legacy + skip], legacy, skip):
+        if group:
+            probe(group)
+    for claim in claims:
+        if not found[claim.target].verified:
+            probe([claim])
+    return found
 
 
 def run_all(runtime) -> list[ProbeResult]:
     """Probe every claim on *runtime* (an ``executorch.runtime.Runtime``).
 
-    Claims that share a probe model (``quantize_affine``, ``dequantize_affine``
-    and ``choose_qparams_affine`` all come from one dynamically quantized
-    linear layer) are judged on one lowering of it.
+    The fp32 probes run side by side. Claims that share a probe model
+    (``quantize_affine``, ``dequantize_affine`` and ``choose_qparams_affine``
+    all come from one dynamically quantized linear layer) are judged on one lowering of it.
     """
-    runs: dict[tuple, ProbeRun] = {}
-    results = []
-    # The fp32 probes first side by side, in one program per lowering flow; a
-    # claim not verified that way is probed again alone before it is judged.
-    fp32 = [c.target for c in claims() if c.precision == FP32 and c.target in FP32_PROBES]
-    together = {}
-    for group in _flow_groups(fp32):
-        together.update(_side_by_side(FP32, {t: FP32_PROBES[t] for t in group}, runtime))
+    fp32 = _side_by_side([c for c in claims() if c.precision == FP32 and c.target in FP32_PROBES], FP32_PROBES,
+                         runtime, lambda claim, runs: judge(claim, runs[0]))
+    runs, results = {}, []
     for claim in claims():
-        found = together.get(claim.target) if claim.precision == FP32 else None
-        if found is not None and found.verified:
-            results.append(ProbeResult(claim, VERIFIED, "", found.max_abs_error, found.tolerance))
+        if claim.precision == FP32 and claim.target in fp32:
+            results.append(fp32[claim.target])
             continue
         build = probe_for(claim)
-        key = (build, claim.precision, (claim.precision, claim.target) in LEGACY_FLOW, claim.target in SKIP_DIM_ORDER)
+        key = (build, claim.target in LEGACY_FLOW, claim.target in SKIP_DIM_ORDER)
         if build is not None and key not in runs:
-            runs[key] = _lower_and_run(claim, build, runtime)
+            runs[key] = _lower_and_run({claim.target: build}, runtime)[claim.target][0]
         results.append(judge(claim, runs[key]) if build else run_probe(claim, runtime))
     return results
 
 
-#: Two more columns, measured for every operator with an fp32 claim: the same
-#: probe in half precision (the configs' common dtype check admits float16
-#: wherever it admits float32), and the same probe exported with a dynamic
-#: batch dimension.
-FP16, DYNAMIC = "fp16", "dynamic shapes"
-EXTRA_COLUMNS = (FP16, DYNAMIC)
-#: fp16 keeps about three significant digits; the reference is fp32 eager on the fp16-rounded inputs.
-FP16_ATOL = FP16_RTOL = 1e-2
-#: Dynamic probes: dimension 0 of every input is one ``torch.export.Dim`` with
-#: this range, exported at size 2 (inputs of size 1 are doubled) and run at sizes 2 and 3.
-BATCH_MIN, BATCH_MAX = 1, 4
-#: Outcomes of the two extra columns that are findings, not failed claims.
-REFUSED, NOT_DYNAMIC = "not delegated", "NOT DYNAMIC"
-
-#: Dynamic-shape forms of probes whose fp32 form would pin the batch size.
-DYNAMIC_PROBES = {"view_copy.default": _fn(lambda x: x.reshape(x.shape[0] * 2, 8), _vec)}
-
-
-class _SideBySide(torch.nn.Module):
-    """Several probe models in one program, so that one lowering judges them all."""
-
-    def __init__(self, models: list[torch.nn.Module], arities: list[int]):
-        super().__init__()
-        self.models, self.arities = torch.nn.ModuleList(models), arities
-
-    def forward(self, *inputs: torch.Tensor):
-        outputs, start = [], 0
-        for model, arity in zip(self.models, self.arities):
-            outputs.append(model(*inputs[start:start + arity]))
-            start += arity
-        return tuple(outputs)
-
-
-def _flow_groups(targets: list[str]) -> list[list[str]]:
-    """*targets* split by the lowering flow their probes need (see ``lower``)."""
-    legacy = [t for t in targets if (FP32, t) in LEGACY_FLOW]
-    skip = [t for t in targets if t in SKIP_DIM_ORDER]
-    return [group for group in ([t for t in targets if t not in legacy + skip], legacy, skip) if group]
-
-
-def _batch(x: torch.Tensor, size: int) -> torch.Tensor:
-    """*x* with dimension 0 grown to *size* by repeating its rows, flipped so that they differ."""
-    rows = [x, x.flip(-1)] * size
-    return torch.cat(rows)[:size]
-
-
-def _side_by_side(column: str, builds: dict[str, Callable[[], tuple]], runtime, lower_only: bool = False,
-                  dynamic: bool = False) -> dict[str, ProbeResult]:
-    """Lower the probes *builds* (target -> builder) as one program and judge each target in *column*."""
-    targets = list(builds)
-    results = {}
-    try:
-        torch.manual_seed(0)
-        models, inputs, arities, expected = [], [], [], []
-        for target in targets:
-            model, args = builds[target]()[:2]
-            if column == FP16:
-                args = tuple(x.half() for x in args)
-                with torch.no_grad():
-                    expected.append(model(*[x.float() for x in args]))
-                model = model.half()
-            if dynamic:
-                args = tuple(_batch(x, 2) for x in args)
-            models.append(model)
-            inputs.extend(args)
-            arities.append(len(args))
-        side = _SideBySide(models, arities).eval()
-        shapes = None
-        if dynamic:
-            batch = torch.export.Dim("batch", min=BATCH_MIN, max=BATCH_MAX)
-            shapes = (tuple({0: batch} for _ in inputs),)
-        edge = lower(Claim(targets[0], "", FP32), side, tuple(inputs), dynamic_shapes=shapes)
-        lowering = Lowering.read(edge.exported_program().graph_module)
-        runs = []
-        if not lower_only:
-            program = runtime.load_program(edge.to_executorch().buffer)
-            sizes = (2, 3) if dynamic else (None,)
-            for size in sizes:
-                args = tuple(inputs) if size is None else tuple(_batch(x, size) for x in inputs)
-                with torch.no_grad():
-                    eager = expected if column == FP16 else list(side(*args))
-                runs.append((eager, program.load_method("forward").execute(list(args))))
-    except Exception as error:  # one failure fails the whole group: report it on each target
-        message = traceback.format_exception_only(type(error), error)[-1].strip().splitlines()[0][:160]
-        return {t: ProbeResult(Claim(t, "", column), FAILED, message) for t in targets}
-    for index, target in enumerate(targets):
-        claim = Claim(target, "", column)
-        problem = delegation_problem(Claim(target, "", FP32), lowering)
-        if problem:
-            results[target] = ProbeResult(claim, REFUSED, problem)
-            continue
-        if dynamic and not any(n.symbolic for n in lowering.inside if n.target == target):
-            results[target] = ProbeResult(claim, NOT_DYNAMIC, "export made its input sizes static")
-            continue
-        result = ProbeResult(claim, VERIFIED, "", 0.0, 0.0)
-        for eager, actual in runs:
-            want, got = eager[index], actual[index]
-            atol, rtol = (FP16_ATOL, FP16_RTOL) if column == FP16 else (FP32_ATOL, FP32_RTOL)
-            tolerance = atol + rtol * want.abs().max().item()
-            error = (got.float() - want.float()).abs().max().item() if got.shape == want.shape else float("nan")
-            if not error <= tolerance:
-                result = ProbeResult(claim, MISMATCH, f"error {error:.1e} > {tolerance:.1e}", error, tolerance)
-                break
-            result.max_abs_error, result.tolerance = max(result.max_abs_error, error), tolerance
-        results[target] = result
-    return results
+def _judge_runs(claim: Claim, runs: list[ProbeRun], dynamic: bool = False) -> ProbeResult:
+    """The verdict of an fp16, dynamic-shape or condition probe over its runs; here a refusal is a finding."""
+    results = [judge(claim, run) for run in runs]
+    if results[0].status == NOT_DELEGATED:
+        return ProbeResult(claim, REFUSED, results[0].detail)
+    lowering = runs[0].lowering
+    if dynamic and lowering and not any(n.symbolic for n in lowering.inside if n.target == claim.target):
+        return ProbeResult(claim, NOT_DYNAMIC, "export made its input sizes static")
+    failed = next((result for result in results if not result.verified), None)
+    return failed or ProbeResult(claim, VERIFIED, "", max(r.max_abs_error for r in results), results[-1].tolerance)
 
 
 def run_extra(column: str, runtime) -> list[ProbeResult]:
     """Probe every operator with an fp32 claim in *column* (``FP16`` or ``DYNAMIC``), a few lowerings in all."""
     targets = [c.target for c in claims() if c.precision == FP32]
-    found = {t: ProbeResult(Claim(t, "", column), NO_PROBE) for t in targets if t not in FP32_PROBES}
-    probed = [t for t in targets if t in FP32_PROBES]
     dynamic = column == DYNAMIC
-    builds = {t: (DYNAMIC_PROBES.get(t) if dynamic else None) or FP32_PROBES[t] for t in probed}
-    for group in _flow_groups(probed):
-        found.update(_side_by_side(column, {t: builds[t] for t in group}, runtime, dynamic=dynamic))
-    for target in probed:  # side by side, another probe's nodes may count against it: alone, they cannot
-        if not found[target].verified:
-            found.update(_side_by_side(column, {target: builds[target]}, runtime, dynamic=dynamic))
-    return [found[t] for t in targets]
+    builds = {**FP32_PROBES, **DYNAMIC_PROBES} if dynamic else FP32_PROBES
+    found = _side_by_side([Claim(t, "", column) for t in targets if t in builds], builds, runtime,
+                          partial(_judge_runs, dynamic=dynamic), half=column == FP16, dynamic=dynamic)
+    return [found.get(t) or ProbeResult(Claim(t, "", column), NO_PROBE) for t in targets]
 
 
 @dataclass(frozen=True)
@@ -726,41 +673,37 @@ def _rounds(conditions: list[Condition]) -> list[list[Condition]]:
 
 def run_conditions(runtime, fp32_results: list[ProbeResult]) -> list[ConditionResult]:
     """Probe every condition of ``CONDITIONS``; accepted forms that are the fp32 probe reuse *fp32_results*."""
-    fp32 = {r.claim.target: r for r in fp32_results if r.claim.precision == FP32}
-    refused, accepted = {}, {}
-    for dynamic in (False, True):
-        for group in _rounds([c for c in CONDITIONS if c.dynamic == dynamic]):
-            found = _side_by_side(FP32, {c.target: c.refused for c in group}, runtime, lower_only=True,
+
+    def probe(conditions: list[Condition], form: str, lower_only: bool = False, dynamic: bool = False) -> dict:
+        found = {}
+        for group in _rounds(conditions):
+            runs = _lower_and_run({c.target: getattr(c, form) for c in group}, runtime, lower_only=lower_only,
                                   dynamic=dynamic)
-            refused.update({id(c): found[c.target] for c in group})
-    for group in _rounds([c for c in CONDITIONS if c.accepted is not None]):
-        found = _side_by_side(FP32, {c.target: c.accepted for c in group}, runtime)
-        accepted.update({id(c): found[c.target] for c in group})
+            found.update({id(c): _judge_runs(Claim(c.target, "", FP32), runs[c.target], dynamic) for c in group})
+        return found
+
+    refused = {**probe([c for c in CONDITIONS if not c.dynamic], "refused", lower_only=True),
+               **probe([c for c in CONDITIONS if c.dynamic], "refused", lower_only=True, dynamic=True)}
+    accepted = probe([c for c in CONDITIONS if c.accepted is not None], "accepted")
+    fp32 = {r.claim.target: r for r in fp32_results if r.claim.precision == FP32}
     missing = ProbeResult(Claim("", "", FP32), NO_PROBE)
-    return [ConditionResult(c, refused[id(c)], accepted.get(id(c)) or fp32.get(c.target, missing))
-            for c in CONDITIONS]
+    return [ConditionResult(c, refused[id(c)], accepted.get(id(c)) or fp32.get(c.target, missing)) for c in CONDITIONS]
 
 
 def table(results: list[ProbeResult], extra: dict[str, list[ProbeResult]] | None = None,
           conditions: list[ConditionResult] | None = None) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the support table: one row per operator, one column per precision."""
-    by_target: dict[str, dict[str, ProbeResult]] = {}
+    columns: dict[str, dict[str, ProbeResult]] = {precision: {} for precision in PRECISIONS}
     configs: dict[str, str] = {}
-    precisions = list(PRECISIONS)
     for result in results:
-        by_target.setdefault(result.claim.target, {})[result.claim.precision] = result
+        columns.setdefault(result.claim.precision, {})[result.claim.target] = result
         configs[result.claim.target] = result.claim.config
-        if result.claim.precision not in precisions:
-            precisions.append(result.claim.precision)
-    extra = extra or {}
-    columns = {name: {r.claim.target: r for r in found} for name, found in extra.items()}
+    columns.update({name: {r.claim.target: r for r in found} for name, found in (extra or {}).items()})
     checked: dict[str, list[str]] = {}
     for result in conditions or []:
         checked.setdefault(result.condition.target, []).append(result.cell())
-    header = ["Operator (Edge)", "Partitioner config", *precisions, *columns, "Conditions, each probed"]
-    rows = []
-    for target in sorted(by_target, key=lambda name: name.lstrip("_")):
-        cells = [by_target[target][p].cell() if p in by_target[target] else NOT_CLAIMED for p in precisions]
-        cells += [column[target].cell() if target in column else NOT_CLAIMED for column in columns.values()]
-        rows.append([target, configs[target], *cells, "; ".join(checked.get(target, [])) or "-"])
-    return header, rows
+    header = ["Operator (Edge)", "Partitioner config", *columns, "Conditions, each probed"]
+    return header, [[target, configs[target], *(column[target].cell() if target in column else NOT_CLAIMED
+                                               for column in columns.values()),
+                     "; ".join(checked.get(target, [])) or "-"]
+                    for target in sorted(configs, key=lambda name: name.lstrip("_"))]

@@ -36,17 +36,14 @@ def record_results(scheme: str, fp32_pte: str | os.PathLike[str], quantized_pte:
     facts.record("delegated_nodes", quantized_delegation.num_delegated_nodes)
     facts.record("non_delegated_nodes", quantized_delegation.num_non_delegated_nodes)
     facts.record("delegated_subgraphs", quantized_delegation.num_delegated_subgraphs)
-
-    def nodes(delegation: Any) -> str:
-        return f"{delegation.num_delegated_nodes} / {delegation.num_non_delegated_nodes}"
-
+    nodes = [f"{d.num_delegated_nodes} / {d.num_non_delegated_nodes}" for d in (fp32_delegation, quantized_delegation)]
     facts.record_table(
         "results",
         ["Program", ".pte bytes", "Size vs fp32", "Nodes delegated / not",
          f"Rel. error vs {eager} eager", "Rel. error vs fp32"],
         [
-            ["fp32", f"{fp32_size:,}", "1.00", nodes(fp32_delegation), "", ""],
-            [scheme, f"{quantized_size:,}", f"{size_ratio:.2f}", nodes(quantized_delegation),
+            ["fp32", f"{fp32_size:,}", "1.00", nodes[0], "", ""],
+            [scheme, f"{quantized_size:,}", f"{size_ratio:.2f}", nodes[1],
              f"{error_vs_quantized_eager:.{digits}f}", f"{error_vs_fp32:.{digits}f}"],
         ],
     )

@@ -22,9 +22,8 @@ def error_codes() -> dict[int, str]:
 
     # executorch is a namespace package: it has a __path__ but no __file__.
     header = Path(list(executorch.__path__)[0]) / "include/executorch/runtime/core/error.h"
-    codes = {}
-    for name, value in re.findall(r"^\s*(\w+)\s*=\s*(0x[0-9A-Fa-f]+)\s*,", header.read_text(), re.MULTILINE):
-        codes[int(value, 16)] = name
+    found = re.findall(r"^\s*(\w+)\s*=\s*(0x[0-9A-Fa-f]+)\s*,", header.read_text(), re.MULTILINE)
+    codes = {int(value, 16): name for name, value in found}
     if not codes:
         raise RuntimeError(f"no error codes found in {header}")
     return codes
