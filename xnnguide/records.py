@@ -177,10 +177,6 @@ def stale_reason(gallery: Path, source: Path) -> str | None:
     return None
 
 
-#: A quoted message: ``{quoted-error}`...``` on a page, ``:quoted-error:`...``` in a recipe's prose.
-QUOTED = re.compile(r"(?:\{quoted-error\}|:quoted-error:)`([^`]+)`")
-
-
 def _words(text: str) -> str:
     return " ".join(text.split())
 
@@ -199,8 +195,3 @@ def quote_recorded(quote: str, texts: list[str]) -> bool:
     """Whether a recorded text contains *quote*, spaces and line breaks counted as one space."""
     return any(_words(quote) in text for text in texts)
 
-
-def unrecorded_quotes(text: str, texts: list[str]) -> list[tuple[int, str]]:
-    """``(line, quote)`` for every quoted message in *text* that no recorded text contains."""
-    return [(text.count("\n", 0, match.start()) + 1, match.group(1)) for match in QUOTED.finditer(text)
-            if not quote_recorded(match.group(1), texts)]
