@@ -339,6 +339,10 @@ assert planned_growth >= weight_kib, (planned_growth, weight_kib)
 for name in ("8da8w", "8da4w"):
     assert results[name]["error"] < 0.2 * output_scale, (name, results[name]["error"])
     assert results[name]["planned_kib"] <= results["fp32"]["planned_kib"], (name, results[name]["planned_kib"])
+# Weight-only is the more accurate of the two int8 programs, and 8da8w's file is as small.
+assert results["8da8w"]["size_kib"] < 1.1 * weight_only_kib, (results["8da8w"]["size_kib"], weight_only_kib)
+assert pt2e_vs_fp32 < results["8da8w"]["error"], (pt2e_vs_fp32, results["8da8w"]["error"])
+facts.record("da8w_error", results["8da8w"]["error"], f"{results['8da8w']['error']:.2g}")
 facts.record("fp32_kib", fp32_kib, f"{fp32_kib:.0f} KiB")
 facts.record("torchao_kib", torchao_kib, f"{torchao_kib:.0f} KiB")
 facts.record("weight_only_kib", weight_only_kib, f"{weight_only_kib:.0f} KiB")
@@ -361,8 +365,8 @@ facts.record_table(
 #
 # The torchao weight-only file is
 # :fact:`troubleshoot_weight_only_linear_layers/torchao_kib` against
-# :fact:`troubleshoot_weight_only_linear_layers/fp32_kib` for fp32: its
-# weights are fp32 codes. The PT2E weight-only file is
+# :fact:`troubleshoot_weight_only_linear_layers/fp32_kib` for fp32: it
+# stores the codes as fp32 numbers. The PT2E weight-only file is
 # :fact:`troubleshoot_weight_only_linear_layers/weight_only_kib`; that is
 # all it saves. Its planned memory is
 # :fact:`troubleshoot_weight_only_linear_layers/planned_growth` larger than
@@ -376,8 +380,12 @@ facts.record_table(
 # ``8da4w`` (:fact:`troubleshoot_weight_only_linear_layers/da4w_ms`) keep
 # their weights quantized inside XNNPACK.
 #
-# Use weight-only linear layers on XNNPACK only where the file size is all
-# that matters. For low-bit linear layers, the scheme XNNPACK supports is
-# ``8da4w``, as :doc:`/guides/llm` uses for a language model; weight-only
-# quantization of an embedding table is supported and correct, as
+# What weight-only buys is accuracy: with fp32 activations the program is
+# :fact:`troubleshoot_weight_only_linear_layers/pt2e_vs_fp32` from fp32 at
+# worst, against :fact:`troubleshoot_weight_only_linear_layers/da8w_error`
+# for ``8da8w``, whose file is as small. For low-bit linear layers on
+# XNNPACK, the supported scheme is ``8da4w``, as :doc:`/guides/llm` uses for
+# a language model. Weight-only quantization stays the right choice for an
+# embedding table: torchao's ``IntxWeightOnlyConfig`` on an embedding lowers
+# to ExecuTorch's quantized embedding kernels and is correct, as
 # :doc:`/gallery/quantization/quantize_llm_8da4w` shows.
