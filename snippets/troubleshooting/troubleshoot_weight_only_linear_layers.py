@@ -8,9 +8,10 @@ point. With the releases this site is built with, a model quantized that way
 lowers to XNNPACK without an error or a warning, runs, and returns wrong
 numbers: the delegate multiplies by the integer codes and never applies the
 scales. This recipe shows the failure on two linear layers and what the
-program computes instead, then builds a weight-only program that is correct
-in this release, and measures what it costs next to fp32 and to the
-quantized schemes XNNPACK supports.
+program computes instead. It then builds a weight-only program that is
+correct in this release, shows that the runtime must load it from memory
+rather than from its file, and measures what it costs next to fp32 and to
+the quantized schemes XNNPACK supports.
 """
 
 # %%
