@@ -137,7 +137,7 @@ class CharLM(torch.nn.Module):
 import math
 import time
 
-STEPS, BATCH = 600, 16
+STEPS, BATCH = 400, 16
 torch.manual_seed(0)
 model = CharLM()
 optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
@@ -236,12 +236,14 @@ for name, (linear_config, embedding_config) in schemes.items():
 # the quantized embedding kernels with the runtime of this process.
 # Lowering is the slow step, so each model is lowered once; ``to_executorch``
 # changes the edge program it runs on, so every file is written from a copy.
+# Like the LLM export builder, lowering skips the edge dialect's IR
+# verification, to save time; the outputs are checked below instead.
 
 # [start llm_export]
 import executorch.kernels.quantized  # noqa: F401  (embedding_4bit.out, embedding_byte.out)
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 from executorch.backends.xnnpack.utils.configs import get_transform_passes
-from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
+from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge_transform_and_lower
 from executorch.exir.passes import MemoryPlanningPass
 from executorch.exir.passes.sym_shape_eval_pass import ConstraintBasedSymShapeEvalPass
 
@@ -253,7 +255,10 @@ def lower_llm(module):
     with torch.no_grad():
         exported = torch.export.export(module, example_inputs, dynamic_shapes=dynamic_shapes)
     return to_edge_transform_and_lower(
-        exported, transform_passes=get_transform_passes(), partitioner=[XnnpackPartitioner()]
+        exported,
+        transform_passes=get_transform_passes(),
+        partitioner=[XnnpackPartitioner()],
+        compile_config=EdgeCompileConfig(_check_ir_validity=False),
     )
 
 
@@ -348,7 +353,7 @@ import statistics
 
 from torchao.quantization.utils import compute_error
 
-WINDOWS = 64
+WINDOWS = 32
 MIN_SQNR_DB = 10.0  # the 8da4w .pte against its quantized eager model
 
 
