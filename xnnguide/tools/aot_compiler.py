@@ -92,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add = parser.add_argument
     add("-m", "--model", required=True, metavar="NAME|FILE.py:FACTORY",
-        help="a model listed below, or a Python file and the function in it that returns (model, example_inputs)")
+        help="a model listed below, or a Python file and the function in it that returns (model, example_inputs); "
+        "a file that sets DECODER_CONTEXT holds decoders, compiled with a KV cache")
     add("-o", "--output-dir", default=Path("."), type=Path, metavar="DIR",
         help="where to write <model>_xnnpack_<scheme>.pte; created if missing (default: the current directory)")
     add("-q", "--quantize", default="none", choices=["none", *SCHEMES], metavar="SCHEME",
