@@ -154,12 +154,28 @@ FACTORIES = textwrap.dedent(
     NOT_A_FUNCTION = 3
     '''
 )
+# A file of decoders whose example inputs are not a prompt within the cache.
+DECODERS = textwrap.dedent(
+    '''
+    import torch
+
+    DECODER_CONTEXT = 8
+
+    def full_prompt():
+        return torch.nn.Identity(), (torch.zeros(1, 8, dtype=torch.long), torch.tensor([0]))
+
+    def no_input_pos():
+        return torch.nn.Identity(), (torch.zeros(1, 4, dtype=torch.long),)
+    '''
+)
 
 
 @pytest.fixture
 def factories(workdir):
     (workdir / "factories.py").write_text(FACTORIES)
     (workdir / "syntax_error.py").write_text("def build(:\n    pass\n")
+    (workdir / "decoders.py").write_text(DECODERS)
+    (workdir / "bad_context.py").write_text(DECODERS.replace("= 8", "= 8.0"))
     return workdir
 
 
@@ -223,6 +239,18 @@ BAD_INPUT = [
      "quantizes"),
     (["--model", "add_mul", "--quantize", "8da4w"],
      "--quantize 8da4w found nothing to quantize in add_mul; its layers are not ones this scheme quantizes"),
+    # Decoders: a prompt the cache holds, and the LLM flow's schemes.
+    (["--model", "decoders.py:full_prompt"],
+     "decoders.py:full_prompt() is a decoder (DECODER_CONTEXT = 8): its example_inputs must be a prompt, "
+     "(tokens of shape (1, n), input_pos of shape (1,)), with 0 < n < DECODER_CONTEXT, an int"),
+    (["--model", "decoders.py:no_input_pos"],
+     "decoders.py:no_input_pos() is a decoder (DECODER_CONTEXT = 8): its example_inputs must be a prompt, "
+     "(tokens of shape (1, n), input_pos of shape (1,)), with 0 < n < DECODER_CONTEXT, an int"),
+    (["--model", "bad_context.py:no_input_pos"],
+     "bad_context.py:no_input_pos() is a decoder (DECODER_CONTEXT = 8.0): its example_inputs must be a prompt, "
+     "(tokens of shape (1, n), input_pos of shape (1,)), with 0 < n < DECODER_CONTEXT, an int"),
+    (["--model", "char_decoder.py:build", "--quantize", "int8-dynamic"],
+     "char_decoder.py:build is a decoder: --quantize none or 8da4w, the LLM flow, not int8-dynamic"),
     # Outputs that cannot be written (a path through a regular file fails
     # even for root, unlike permission bits).
     (["--model", "linear", "-o", "factories.py/out"],
@@ -405,7 +433,7 @@ def test_delegation_table_agrees_with_get_delegation_info(workdir, spec, transfo
     from executorch.devtools.backend_debug import get_delegation_info
     from executorch.exir import to_edge_transform_and_lower
 
-    _, model, example_inputs = model_zoo.load(spec)
+    _, model, example_inputs, _ = model_zoo.load(spec)
     edge = to_edge_transform_and_lower(
         torch.export.export(model, example_inputs),
         transform_passes=get_transform_passes() if transform_passes else None,
@@ -469,11 +497,40 @@ def test_every_scheme_compiles_and_passes(workdir, scheme, model):
     assert (workdir / "out" / f"{model}_xnnpack_{scheme}.pte").is_file()
 
 
+@pytest.mark.parametrize("scheme", ["none", "8da4w"])
+def test_a_decoder_is_checked_over_prefill_and_every_decode_step(workdir, scheme):
+    # The LLM flow: a KV cache in buffers, tokens exported as dynamic. The test prefills
+    # the 8-token prompt, then decodes one token per call until the 32-position cache is
+    # full: each call reads what the earlier ones wrote into the cache. (A cache that
+    # started empty at each call is off by an SQNR near 17 dB: fp32's atol catches that,
+    # 8da4w's floor of MIN_SQNR_DB does not.)
+    run = cli("--model", "char_decoder.py:build", "--quantize", scheme, "--test-after-export", "-o", "out")
+    assert run.status == 0, run.output
+    assert "  decoder: a KV cache of 32 positions, 1 to 32 tokens a call\n" in run.stdout
+    assert "] prefill, then decode 24 tokens on the runtime" in run.stdout
+    if scheme == "none":
+        assert max_abs_error(run) <= 1e-4
+    else:
+        sqnr = float(re.search(r"SQNR (\S+) dB, at least \S+ dB\): passed\n", run.stdout).group(1))
+        assert sqnr >= aot_compiler.MIN_SQNR_DB
+    assert run.stderr == ""  # the warning about the cache's initial values is silenced
+    # The .pte takes a prompt of any length up to the cache, at any position: its memory
+    # is planned for the longest call, not for the 8 tokens it was exported with.
+    import torch
+    from executorch.runtime import Runtime
+
+    label = "fp32" if scheme == "none" else scheme
+    method = Runtime.get().load_program(f"out/char_decoder_build_xnnpack_{label}.pte").load_method("forward")
+    for length in (32, 5):
+        logits = method.execute([torch.arange(length)[None], torch.tensor([32 - length])])[0]
+        assert logits.shape == (1, length, 128)
+
+
 def test_calibration_samples_sets_how_many_inputs_calibrate(workdir):
     run = cli("--model", "linear", "--quantize", "int8-static", "--calibration-samples", "3", "-o", "out")
     assert run.status == 0, run.output
     assert "] export and quantize (3 calibration samples)" in run.stdout
-    samples = model_zoo.calibration_inputs(*model_zoo.load("linear")[2:], 3)
+    samples = model_zoo.calibration_inputs(model_zoo.load("linear")[2], 3)
     assert len(samples) == 3 and all(s[0].shape == (4, 64) for s in samples)
     assert not torch_equal(samples[1][0], samples[2][0])
     one = cli("--model", "linear", "--quantize", "int8-static", "--calibration-samples", "1", "-o", "out")

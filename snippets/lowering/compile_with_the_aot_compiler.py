@@ -28,7 +28,7 @@ PyTorch.
 # its time, several times that of the other lowering recipes.
 # xnnguide_budget_seconds = 900
 # xnnguide_start_early = True
-# xnnguide_depends_on = ../../docs/guides/aot_compiler/patch_classifier.py ../../docs/guides/aot_compiler/data_dependent.py ../../xnnguide/tools/model_zoo.py ../../xnnguide/tools/quantization.py
+# xnnguide_depends_on = ../../docs/guides/aot_compiler/patch_classifier.py ../../docs/guides/aot_compiler/data_dependent.py ../../docs/guides/aot_compiler/char_decoder.py ../../xnnguide/tools/model_zoo.py ../../xnnguide/tools/quantization.py
 import contextlib
 import io
 import os
@@ -63,6 +63,8 @@ COMMANDS = [
     ("own_model", "--model patch_classifier.py:build --test-after-export -o out", 0),
     ("no_transform_passes", "--model patch_classifier.py:build --no-transform-passes -o out", 0),
     ("etrecord", "--model add_mul --etrecord out/add_mul.etrecord -o out", 0),
+    ("decoder_8da4w", "--model char_decoder.py:build --quantize 8da4w --test-after-export -o out", 0),
+    ("decoder_pt2e", "--model char_decoder.py:build --quantize int8-dynamic -o out", 2),
     ("unknown_model", "--model mobilenet_v2", 2),
     ("export_rejected", "--model data_dependent.py:build", 2),
     ("contradictory_options", "--model linear --quantize int8-dynamic --calibration-samples 32", 2),
@@ -88,10 +90,21 @@ def delegated(key, operator):
 
 
 # Bad input is one line on stderr, no traceback.
-for key in ("unknown_model", "export_rejected", "contradictory_options"):
+for key in ("unknown_model", "export_rejected", "contradictory_options", "decoder_pt2e"):
     assert transcripts[key].count("aot_compiler: error: ") == 1 and "Traceback" not in transcripts[key]
 assert re.search(r"\): passed$", transcripts["mv2_int8"], re.M), transcripts["mv2_int8"]
 assert re.search(r"\): passed$", transcripts["own_model"], re.M), transcripts["own_model"]
+# The decoder is checked over its prefill and a decode call for each position left in its cache.
+import char_decoder
+
+prompt_tokens = char_decoder.build()[1][0].shape[1]
+decode_steps = char_decoder.DECODER_CONTEXT - prompt_tokens
+assert re.search(rf"\] prefill, then decode {decode_steps} tokens .*\n.*SQNR .*\): passed$",
+                 transcripts["decoder_8da4w"], re.M), transcripts["decoder_8da4w"]
+facts.record("decoder_context", char_decoder.DECODER_CONTEXT)
+facts.record("decoder_prompt_tokens", prompt_tokens)
+facts.record("decoder_steps", decode_steps)
+assert not list(Path("out").glob("*int8-dynamic*")), "a refused decoder left a file behind"
 # The transform passes remove the class token's no-op expand; without them it runs outside XNNPACK.
 assert "expand_copy" not in transcripts["own_model"]
 assert re.search(r"^  expand_copy\.default +0 +1$", transcripts["no_transform_passes"], re.M)

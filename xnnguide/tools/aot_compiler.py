@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import logging
 import os
 import sys
@@ -55,11 +54,8 @@ STATIC_SCHEMES = ("int8-static", "int8-static-per-tensor")
 DEFAULT_CALIBRATION_SAMPLES = 8
 # (atol, rtol) of --test-after-export in fp32: XNNPACK may reorder sums.
 FP32_TOLERANCE = (1e-4, 1e-4)
-# A quantized program is compared with the same quantized model in eager
-# PyTorch, which simulates integers with floats: values near a rounding
-# boundary land a step apart, and the steps add up over the layers of a deep
-# network. As in the Quantization guide's recipes, the default check is the
-# SQNR of the outputs, at least the site's one floor (MIN_SQNR_DB).
+# A quantized program is checked by the SQNR against the quantized eager model, at least MIN_SQNR_DB:
+# eager simulates integers with floats, and one-step rounding differences add up over deep networks.
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -96,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add = parser.add_argument
     add("-m", "--model", required=True, metavar="NAME|FILE.py:FACTORY",
-        help="a model listed below, or a Python file and the function in it that returns (model, example_inputs)")
+        help="a model listed below, or a Python file and the function in it that returns (model, example_inputs); "
+        "a file that sets DECODER_CONTEXT holds decoders, compiled with a KV cache")
     add("-o", "--output-dir", default=Path("."), type=Path, metavar="DIR",
         help="where to write <model>_xnnpack_<scheme>.pte; created if missing (default: the current directory)")
     add("-q", "--quantize", default="none", choices=["none", *SCHEMES], metavar="SCHEME",
@@ -162,12 +159,8 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 
 def write_atomically(path: Path, write: Callable[[Any], None]) -> None:
-    """Call ``write(file)`` on a temporary file next to *path*, then rename it to *path*.
-
-    The rename is atomic within a file system: readers see the old file or
-    the complete new one, and a failure or Ctrl-C part-way leaves neither a
-    partial file nor the temporary one.
-    """
+    """Call ``write(file)`` on a temporary file next to *path*, then rename it to *path* (atomic: readers see
+    the old file or the new one; a failure or Ctrl-C part-way leaves neither a partial file nor the temporary one)."""
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(descriptor, "wb") as file:
@@ -206,26 +199,20 @@ class Progress:
 
 @contextlib.contextmanager
 def _silenced(enabled: bool) -> Iterator[None]:
-    """Hide what a step writes to stderr, from Python or, on file descriptor 2, from C++.
-
-    A failed capture prints its partial graph; the ExecuTorch runtime's CPU
-    probing logs lines such as ``Failed to open midr file``, about the host,
-    not the program. The one-line error, or nothing, says what matters.
-    """
+    """Hide what a step writes to stderr, from Python or, on file descriptor 2, from C++: a failed capture's
+    partial graph, the runtime's CPU probing (``Failed to open midr file``). The one-line error says what matters."""
     if not enabled:
         yield
         return
     sys.stderr.flush()
     saved = os.dup(2)
-    try:
-        with tempfile.TemporaryFile() as sink, contextlib.redirect_stderr(io.StringIO()):
-            os.dup2(sink.fileno(), 2)
-            try:
-                yield
-            finally:
-                os.dup2(saved, 2)
-    finally:
-        os.close(saved)
+    with open(os.devnull, "w") as sink, contextlib.redirect_stderr(sink):
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def _model_frame(error: BaseException) -> traceback.FrameSummary | None:
@@ -257,12 +244,8 @@ def export_error_message(error: BaseException) -> str:
 
 
 def delegation_table(graph_module: Any) -> list[str]:
-    """Lines of a table: each operator's nodes inside XNNPACK and left outside it.
-
-    Counted by :mod:`xnnguide.recipe_checks.delegation`; the ``getitem`` nodes
-    that unpack a delegate's outputs are plumbing, not work left undone, and
-    are not rows.
-    """
+    """Lines of a table: each operator's nodes inside XNNPACK and left outside it, counted by
+    :mod:`xnnguide.recipe_checks.delegation` (not the ``getitem`` nodes that unpack a delegate's outputs)."""
     inside, outside = ops_inside_delegates(graph_module), ops_outside_delegates(graph_module)
     rows = [(name, inside[name], outside[name]) for name in sorted(inside.keys() | outside.keys())]
     width = max([len("operator"), *(len(name) for name, _, _ in rows)])
@@ -272,10 +255,12 @@ def delegation_table(graph_module: Any) -> list[str]:
     return lines
 
 
-def _export(model: Any, example_inputs: tuple[Any, ...], verbose: bool) -> Any:
+def _export(model: Any, example_inputs: tuple[Any, ...], verbose: bool, context: int | None) -> Any:
+    # A decoder takes 1 to `context` tokens a call: the prompt, then one at a time.
+    dynamic_shapes = ({1: torch.export.Dim("tokens", min=1, max=context)}, None) if context else None
     try:
-        with _silenced(not verbose):
-            return torch.export.export(model, example_inputs)
+        with torch.no_grad(), _silenced(not verbose):  # no autograd around the cache's in-place writes
+            return torch.export.export(model, example_inputs, dynamic_shapes=dynamic_shapes)
     except Exception as error:
         raise UsageError(export_error_message(error)) from error
 
@@ -321,31 +306,36 @@ def compile_model(args: argparse.Namespace) -> None:
 
     with progress.step("build the model"):
         try:
-            name, model, example_inputs = model_zoo.load(args.model)
+            name, model, example_inputs, context = model_zoo.load(args.model)
         except model_zoo.ModelError as error:
             raise UsageError(str(error)) from error
+    if context:
+        if scheme not in ("none", "8da4w"):
+            raise UsageError(f"{args.model} is a decoder: --quantize none or 8da4w, the LLM flow, not {scheme}")
+        print(f"  decoder: a KV cache of {context} positions, 1 to {context} tokens a call")
     pte_path = args.output_dir / f"{name}_xnnpack_{label}.pte"
 
     # The eager model the .pte is checked against: the quantized one, if any.
     reference, fp32_outputs = model, None
-    if scheme != "none" and args.test_after_export:
-        with torch.no_grad():  # before 8da4w changes the model in place
-            fp32_outputs = tree_leaves(model(*example_inputs))
+    if args.test_after_export:
+        calls = _calls(model, example_inputs, context)
+        if scheme != "none":  # before 8da4w changes the model in place
+            fp32_outputs = _outputs(model, calls)
     if scheme == "8da4w":  # torchao quantizes the eager modules; export comes after
         with progress.step("quantize (torchao)"):
             reference = _quantize(args, model, example_inputs)
     if scheme in ("none", "8da4w"):
         with progress.step("export (torch.export)"):
-            exported = _export(reference, example_inputs, args.verbose)
+            exported = _export(reference, example_inputs, args.verbose, context)
     else:  # PT2E exports the model, quantizes the graph, and exports the result for lowering
         count = args.calibration_samples
         samples = f" ({count} calibration sample{'' if count == 1 else 's'})" if scheme in STATIC_SCHEMES else ""
         with progress.step(f"export and quantize{samples}"):
             reference = _quantize(args, model, example_inputs)
-            exported = _export(reference, example_inputs, args.verbose)
+            exported = _export(reference, example_inputs, args.verbose, context)
     # Refuse a "quantized" program in which the scheme found nothing to quantize.
-    calls = [str(node.target) for node in exported.graph.nodes if node.op == "call_function"]
-    if scheme != "none" and not any("quantize" in target for target in calls):
+    targets = [str(node.target) for node in exported.graph.nodes if node.op == "call_function"]
+    if scheme != "none" and not any("quantize" in target for target in targets):
         raise UsageError(f"--quantize {scheme} found nothing to quantize in {name}; "
                          "its layers are not ones this scheme quantizes")
 
@@ -359,7 +349,10 @@ def compile_model(args: argparse.Namespace) -> None:
         # 8da4w leaves quantized embeddings outside XNNPACK, as torchao's
         # dequantize_affine feeding an embedding. ExecuTorch has no kernel for
         # that pair; quant fusion rewrites it into its own embedding_4bit.
-        program = edge.to_executorch(ExecutorchBackendConfig(do_quant_fusion_and_const_prop=scheme == "8da4w"))
+        # Silenced: its warning that a mutated buffer's initial values are not kept; a decoder writes
+        # each position of its cache before it reads it.
+        with _silenced(not args.verbose):
+            program = edge.to_executorch(ExecutorchBackendConfig(do_quant_fusion_and_const_prop=scheme == "8da4w"))
         write_atomically(pte_path, program.write_to_file)
         if args.etrecord is not None:
             write_atomically(args.etrecord, program.get_etrecord().save)
@@ -373,14 +366,32 @@ def compile_model(args: argparse.Namespace) -> None:
 
     if args.test_after_export:
         print()
-        with progress.step("run on the ExecuTorch runtime"):
-            actual = _run_pte(pte_path, example_inputs, args.verbose)
-        with torch.no_grad():
-            expected = tree_leaves(reference(*example_inputs))
+        steps = f"prefill, then decode {len(calls) - 1} tokens on the runtime"
+        with progress.step(steps if context else "run on the ExecuTorch runtime"):
+            actual = _run_pte(pte_path, calls, args.verbose)
+        expected = _outputs(reference, calls)
         _check(args, pte_path, actual, expected, fp32_outputs, label)
 
 
-def _run_pte(pte_path: Path, example_inputs: tuple[Any, ...], verbose: bool) -> list[Any]:
+def _calls(model: Any, example_inputs: tuple[Any, ...], context: int | None) -> list[tuple[Any, ...]]:
+    """The inputs of each call the test makes: the example inputs, then for a decoder one call a
+    position until its cache is full, each with the greedy next token of *model*."""
+    calls = [example_inputs]
+    if context:
+        tokens, input_pos = example_inputs
+        with torch.no_grad():
+            for position in range(int(input_pos) + tokens.shape[1], context):
+                logits = model(*calls[-1])
+                calls.append((logits[:, -1:].argmax(-1).to(tokens.dtype), input_pos.new_tensor([position])))
+    return calls
+
+
+def _outputs(model: Any, calls: list[tuple[Any, ...]]) -> list[Any]:
+    with torch.no_grad():
+        return [leaf for call in calls for leaf in tree_leaves(model(*call))]
+
+
+def _run_pte(pte_path: Path, calls: list[tuple[Any, ...]], verbose: bool) -> list[Any]:
     from executorch.runtime import Runtime
 
     try:
@@ -391,7 +402,8 @@ def _run_pte(pte_path: Path, example_inputs: tuple[Any, ...], verbose: bool) -> 
 
             # The method lives in the program: keep both referenced while it runs.
             program = runtime.load_program(pte_path)
-            return tree_leaves(program.load_method("forward").execute(list(example_inputs)))
+            method = program.load_method("forward")
+            return [leaf for call in calls for leaf in tree_leaves(method.execute(list(call)))]
     except Exception as error:
         raise CheckFailed(f"the ExecuTorch runtime cannot run {pte_path}: {one_line(error)}") from error
 
@@ -406,22 +418,16 @@ def _max_abs_error(actual: Sequence[Any], expected: Sequence[Any]) -> float:
                 if want.numel()), default=0.0)
 
 
-def _largest(outputs: Sequence[Any]) -> float:
-    return max((t.double().abs().max().item() for t in outputs if t.numel()), default=0.0)
-
-
 def _check(args: argparse.Namespace, pte_path: Path, actual: list[Any], expected: list[Any],
            fp32_outputs: list[Any] | None, label: str) -> None:
     """Compare the .pte's outputs with eager PyTorch; raise CheckFailed over tolerance."""
-    if fp32_outputs is None:
-        (atol, rtol), reference = FP32_TOLERANCE, "eager fp32"
-    else:
-        atol, rtol = 0.0, 0.0
-        reference = f"the {label} model in eager PyTorch"
-    by_sqnr = fp32_outputs is not None and args.atol is None and args.rtol is None
-    atol = atol if args.atol is None else args.atol
-    rtol = rtol if args.rtol is None else args.rtol
+    quantized = fp32_outputs is not None
+    reference = f"the {label} model in eager PyTorch" if quantized else "eager fp32"
+    by_sqnr = quantized and args.atol is None and args.rtol is None
+    atol = args.atol if args.atol is not None else 0.0 if quantized else FP32_TOLERANCE[0]
+    rtol = args.rtol if args.rtol is not None else 0.0 if quantized else FP32_TOLERANCE[1]
     error = _max_abs_error(actual, expected)
+    largest = max((t.double().abs().max().item() for t in expected if t.numel()), default=0.0)
     if by_sqnr:
         sqnr = _sqnr(actual, expected)
         passed = sqnr >= MIN_SQNR_DB
@@ -429,9 +435,9 @@ def _check(args: argparse.Namespace, pte_path: Path, actual: list[Any], expected
     else:
         passed = all(torch.isclose(got.double(), want.double(), rtol, atol).all() for got, want in zip(actual, expected))
         bound = f"atol {atol:.1e}, rtol {rtol:.1e}"
-    print(f"  max abs error {error:.1e} against {reference} (largest output {_largest(expected):.2f}; "
+    print(f"  max abs error {error:.1e} against {reference} (largest output {largest:.2f}; "
           f"{bound}): {'passed' if passed else 'FAILED'}")
-    if fp32_outputs is not None:
+    if quantized:
         print(f"  max abs error {_max_abs_error(actual, fp32_outputs):.1e} against eager fp32: "
               "what quantization costs, not checked")
     if not passed:

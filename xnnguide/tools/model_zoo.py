@@ -3,7 +3,9 @@
 Every model comes from a *factory*: a function without arguments that returns
 ``(model, example_inputs)``, the ``nn.Module`` and the tuple of tensors
 ``torch.export`` traces it with. The named models below are such factories;
-``--model path/to/file.py:factory`` names a user's.
+``--model path/to/file.py:factory`` names a user's. A file that sets
+``DECODER_CONTEXT = N`` holds decoders: models called as ``model(tokens, input_pos)``
+that return logits and keep a key/value cache of *N* positions in buffers.
 
 Nothing here downloads anything. The torchvision models are built with
 ``weights=None`` and go through :func:`calibrate_batchnorm`.
@@ -91,32 +93,22 @@ def calibrate_batchnorm(model: torch.nn.Module, batches: int = 4, batch_size: in
     return model.eval()
 
 
-def _seeded(build: Factory) -> Factory:
-    def factory() -> tuple[torch.nn.Module, tuple[Any, ...]]:
-        torch.manual_seed(0)
-        return build()
-
-    return factory
-
-
 def _torchvision(name: str) -> Factory:
     def build() -> tuple[torch.nn.Module, tuple[Any, ...]]:
         import torchvision
 
         return calibrate_batchnorm(getattr(torchvision.models, name)(weights=None)), (torch.randn(1, 3, 224, 224),)
 
-    return _seeded(build)
+    return build
 
 
-#: Model name -> (description, factory), in the order ``--help`` lists them.
+#: Model name -> (description, factory), in the order ``--help`` lists them; :func:`load` seeds torch first.
 MODELS: dict[str, tuple[str, Factory]] = {
     # 64 inputs: a multiple of the 8da4w group size (32), so every scheme applies.
-    "linear": ("one nn.Linear(64, 32), input 4x64",
-               _seeded(lambda: (torch.nn.Linear(64, 32), (torch.randn(4, 64),)))),
-    "add_mul": ("torch.mm(a, x) + b, three 8x8 inputs",
-                _seeded(lambda: (AddMul(), tuple(torch.randn(8, 8) for _ in range(3))))),
+    "linear": ("one nn.Linear(64, 32), input 4x64", lambda: (torch.nn.Linear(64, 32), (torch.randn(4, 64),))),
+    "add_mul": ("torch.mm(a, x) + b, three 8x8 inputs", lambda: (AddMul(), tuple(torch.randn(8, 8) for _ in range(3)))),
     "tiny_transformer": ("one-block causal transformer, vocabulary 256, 16 tokens",
-                         _seeded(lambda: (TinyTransformer(), (torch.randint(0, 256, (1, 16)),)))),
+                         lambda: (TinyTransformer(), (torch.randint(0, 256, (1, 16)),))),
     "mv2": ("untrained torchvision MobileNet V2, input 1x3x224x224", _torchvision("mobilenet_v2")),
     "mv3": ("untrained torchvision MobileNet V3 small, input 1x3x224x224", _torchvision("mobilenet_v3_small")),
     "resnet18": ("untrained torchvision ResNet-18, input 1x3x224x224", _torchvision("resnet18")),
@@ -144,17 +136,20 @@ def check(spec: str) -> None:
         raise ModelError(f"{name!r} in {spec} is not a Python function name")
 
 
-def load(spec: str) -> tuple[str, torch.nn.Module, tuple[Any, ...]]:
+def load(spec: str) -> tuple[str, torch.nn.Module, tuple[Any, ...], int | None]:
     """Build the model *spec* (a key of :data:`MODELS` or ``file.py:factory``) names, in ``eval()`` mode.
 
-    Returns ``(name, model, example_inputs)``, the name the output file is
-    named after; :class:`ModelError` for anything but a module and a tuple
-    of tensors.
+    Returns ``(name, model, example_inputs, decoder_context)``, the name the
+    output file is named after, and the file's ``DECODER_CONTEXT`` (``None``
+    for a model that is not a decoder); :class:`ModelError` for anything but
+    a module and a tuple of tensors, or a decoder's inputs other than a prompt
+    ``(tokens of shape (1, n), input_pos of shape (1,))``.
     """
     check(spec)
     if spec in MODELS:
+        torch.manual_seed(0)
         model, example_inputs = MODELS[spec][1]()
-        return spec, model.eval(), example_inputs
+        return spec, model.eval(), example_inputs, None
     path, _, name = spec.rpartition(":")
     module = _import_file(Path(path))
     factory = getattr(module, name, None)
@@ -179,8 +174,14 @@ def load(spec: str) -> tuple[str, torch.nn.Module, tuple[Any, ...]]:
     if not (isinstance(example_inputs, tuple) and all(isinstance(x, torch.Tensor) for x in example_inputs)):
         raise ModelError(f"{spec}() returned {_describe(example_inputs)} as example_inputs; "
                          "expected a tuple of tensors")
+    context = getattr(module, "DECODER_CONTEXT", None)
+    shapes = [tuple(x.shape) for x in example_inputs]
+    length = shapes[0][-1] if shapes and shapes[0] else 0
+    if context is not None and not (type(context) is int and shapes == [(1, length), (1,)] and 0 < length < context):
+        raise ModelError(f"{spec}() is a decoder (DECODER_CONTEXT = {context!r}): its example_inputs must be a prompt, "
+                         "(tokens of shape (1, n), input_pos of shape (1,)), with 0 < n < DECODER_CONTEXT, an int")
     # Export needs inference behaviour (batch norm statistics, no dropout).
-    return f"{Path(path).stem}_{name}", model.eval(), example_inputs
+    return f"{Path(path).stem}_{name}", model.eval(), example_inputs, context
 
 
 def _import_file(path: Path) -> Any:

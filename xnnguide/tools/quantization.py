@@ -27,14 +27,9 @@ SCHEMES: dict[str, str] = {
 }
 
 
-def quantize_pt2e(
-    model: torch.nn.Module,
-    example_inputs: tuple[Any, ...],
-    calibration_inputs: Iterable[tuple[Any, ...]],
-    *,
-    per_channel: bool = True,
-    dynamic: bool = False,
-) -> torch.fx.GraphModule:
+def quantize_pt2e(model: torch.nn.Module, example_inputs: tuple[Any, ...],
+                  calibration_inputs: Iterable[tuple[Any, ...]], *, per_channel: bool = True, dynamic: bool = False
+                  ) -> torch.fx.GraphModule:
     """Quantize *model* with PT2E and the XNNPACK quantizer; return the converted module.
 
     The quantizer's config is ``get_symmetric_quantization_config(is_per_channel=per_channel,
@@ -44,10 +39,7 @@ def quantize_pt2e(
     needs calibration inputs (:class:`ValueError` without); dynamic quantization still
     needs one forward pass for its weight observers, so *example_inputs* run once.
     """
-    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
-        XNNPACKQuantizer,
-        get_symmetric_quantization_config,
-    )
+    from executorch.backends.xnnpack.quantizer import xnnpack_quantizer as xq
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
     if not isinstance(example_inputs, tuple):
@@ -57,9 +49,8 @@ def quantize_pt2e(
         if not dynamic:
             raise ValueError("static quantization needs calibration inputs (representative data)")
         calibration_inputs = [example_inputs]
-    quantizer = XNNPACKQuantizer().set_global(
-        get_symmetric_quantization_config(is_per_channel=per_channel, is_dynamic=dynamic)
-    )
+    quantizer = xq.XNNPACKQuantizer().set_global(
+        xq.get_symmetric_quantization_config(is_per_channel=per_channel, is_dynamic=dynamic))
     # The quantizer also tries conv + batch-norm patterns, which exist for
     # quantization-aware training. prepare_pt2e folds batch norm into the
     # convolutions before it annotates, so here they can never match; yet
