@@ -120,13 +120,17 @@ def copy_site(built: Path, folder: Path) -> Path:
 
 
 def build(root: Path, env: dict[str, str] | None = None, args: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
-    """Run sphinx-build in *root* the way ``make html`` does, with extra *args*; never raises."""
+    """Run sphinx-build in *root* the way ``make html`` does, with extra *args*; never raises.
+
+    ``--no-color`` keeps the output plain when CI sets FORCE_COLOR, so tests
+    can compare warning lines as text.
+    """
     environ = dict(os.environ, PYTHONPATH=str(root), **(env or {}))
     environ.pop("XNNGUIDE_BUILD_PID", None)
     environ.pop("XNNGUIDE_BUILD_ID", None)
     return subprocess.run(
         [sys.executable, "-m", "sphinx", "-c", ".", "-d", "_build/doctrees", "-b", "html",
-         "docs", "_build/html", "-n", "--keep-going", *args],
+         "docs", "_build/html", "-n", "--keep-going", "--no-color", *args],
         cwd=root, env=environ, capture_output=True, text=True, timeout=300,
     )
 
