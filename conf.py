@@ -11,8 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT))  # the xnnguide package, which is never installed
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the xnnguide package, which is never installed
 
 project = "XNNPACK lowering guide"
 author = "the XNNPACK guide contributors"

@@ -30,10 +30,9 @@ class RecipeProblem:
 def failure_line(traceback: str, source: Path, root: Path | None = None) -> tuple[int, str]:
     """Where a recipe failed, from the text of its traceback.
 
-    The recipe's own line (its outermost frame in *source*: the line of the
-    recipe that made the failing call; 1 when there is none), and
-    ``" (raised at path:line in function)"`` for the innermost frame when
-    that is another place, else ``""``. Paths under *root* are shown relative.
+    The recipe's own line (its outermost frame in *source*: the line of the recipe that made the failing call; 1
+    when there is none), and ``" (raised at path:line in function)"`` for the innermost frame when that is another
+    place, else ``""``. Paths under *root* are shown relative.
     """
     frames = TRACEBACK_FRAME.findall(traceback or "")
     own = [int(number) for filename, number, _ in frames if Path(filename).resolve() == source.resolve()]

@@ -15,6 +15,7 @@ records, so a run here does not count as a verified run of the build.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import runpy
 import sys
@@ -47,27 +48,25 @@ def main(argv: list[str] | None = None) -> int:
     shown = os.path.relpath(source, Path.cwd())
     out = args.facts_dir.resolve()
     os.environ.setdefault("MPLBACKEND", "Agg")  # figures are drawn, never shown
-    here = Path.cwd()
     sys.path[:0] = [str(ROOT)]
     sys.path.append(str(source.parent))
     sys.argv = [str(source)]
     facts.begin_recipe(source.stem, out)
-    os.chdir(source.parent)
     start = time.perf_counter()
     try:
-        runpy.run_path(str(source), run_name="__main__")
+        with contextlib.chdir(source.parent):
+            runpy.run_path(str(source), run_name="__main__")
     except BaseException as error:  # noqa: BLE001 - report any failure of the recipe, then exit 1
         seconds = time.perf_counter() - start
         text = "".join(traceback.format_exception(error))
         print(text, end="", file=sys.stderr)
         last = traceback.format_exception_only(type(error), error)[-1].strip()
-        line, raised = failure_line(text, source, here)
+        line, raised = failure_line(text, source, Path.cwd())
         # One line, last, in the path:line: rule: message form: the recipe's own line, and where it raised.
         print(f"{shown}:{line}: recipe: FAIL after {seconds:.1f} s: {last}{raised}")
         return 1
     finally:
         facts.end_recipe()
-        os.chdir(here)
     seconds = time.perf_counter() - start
     recorded = facts.load(out / f"{source.stem}.json")
     print(f"\nfacts recorded ({len(recorded)}), in {os.path.relpath(out / (source.stem + '.json'))}:")

@@ -34,11 +34,10 @@ def parse(shard: str) -> tuple[int, int]:
 def assign(sources: list[Path], gallery: Path, count: int) -> list[list[Path]]:
     """The recipes of each of *count* shards, the same on every machine with the same records.
 
-    A recipe that declares another recipe with ``# xnnguide_depends_on``
-    (it reads that recipe's files) stays in that recipe's shard. These groups
-    go longest first, by the durations their run records hold, onto the
-    shard with the least recorded time so far (the lowest-numbered on a
-    tie); groups with no recorded duration then go round-robin, in name order.
+    A recipe that declares another recipe with ``# xnnguide_depends_on`` (it reads that recipe's files) stays in
+    that recipe's shard. These groups go longest first, by the durations their run records hold, onto the shard
+    with the least recorded time so far (the lowest-numbered on a tie); groups with no recorded duration then go
+    round-robin, in name order.
     """
     group = {source.resolve(): [source] for source in sources}
     for source in sorted((source for source in sources if source.is_file()), key=lambda path: path.stem):
@@ -76,9 +75,8 @@ def ignore_others(pattern: str, sources: list[Path], gallery: Path, shard: str) 
 def outputs(gallery: Path, snippets: Path, source: Path) -> list[Path]:
     """What a build keeps of one recipe below *gallery*, relative to it.
 
-    sphinx-gallery's files of the recipe (``<name>.*``: the copy, its
-    checksum, the page, notebook, archive, cost), its figures and thumbnail
-    (``images/sphx_glr_<name>_NNN.png``), its run record and its facts.
+    sphinx-gallery's files of the recipe (``<name>.*``: the copy, its checksum, the page, notebook, archive,
+    cost), its figures and thumbnail (``images/sphx_glr_<name>_NNN.png``), its run record and its facts.
     """
     folder = gallery / source.parent.relative_to(snippets)
     figure = re.compile(rf"sphx_glr_{re.escape(source.stem)}_(?:\d+|thumb)\.\w+")

@@ -73,9 +73,7 @@ def problems(app: Sphinx) -> list[str]:
 
 
 def _summarise(app: Sphinx, exception: Exception | None) -> None:
-    if exception is not None:
-        return
-    found = problems(app)
+    found = problems(app) if exception is None else []
     if found:
         print(f"\n{len(found)} problem(s) in this build:", *found, sep="\n", file=sys.stderr)
         app.statuscode = 1
