@@ -257,21 +257,20 @@ def _rst_states() -> tuple:
             directives.directive(name, self.memo.language, self.document)[0] or Container)
         return self.run_directive(found, match, name, option_presets)
 
+    # Explicit markup, directives included, is parsed through this table, which docutils fills with its own method.
+    explicit = states.Struct(patterns=states.Body.explicit.patterns, constructs=[
+        (directive if method is states.Body.directive else method, pattern)
+        for method, pattern in states.Body.explicit.constructs])
+
     def local(cls):
         def __init__(self, state_machine, debug=False):
             cls.__init__(self, state_machine, debug)
             self.nested_sm_kwargs = {"state_classes": classes, "initial_state": "Body"}
 
-        extra = {"directive": directive} if cls is states.Body else {}
-        return type(cls.__name__, (cls,), {"__init__": __init__, "nested_sm_cache": [], **extra})
+        body = {"explicit": explicit} if issubclass(cls, states.Body) else {}
+        return type(cls.__name__, (cls,), {"__init__": __init__, "nested_sm_cache": [], **body})
 
     classes = tuple(local(cls) for cls in states.state_classes)
-    # The table of explicit constructs (used by Body and the states made from it) holds the original method.
-    explicit = states.Struct(patterns=states.Body.explicit.patterns, constructs=[
-        (directive if method is states.Body.directive else method, pattern)
-        for method, pattern in states.Body.explicit.constructs])
-    for cls in (cls for cls in classes if issubclass(cls, states.Body)):
-        cls.explicit = explicit
     return classes
 
 
