@@ -48,13 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     snippets = args.root / "snippets"
     tasks = sorted(path.parent.name for path in snippets.glob("*/GALLERY_HEADER.rst"))
     header = snippets / args.dir / "GALLERY_HEADER.rst"
-    existing = sorted(snippets.rglob(f"{args.name}.py"))
     header_text = header.read_text(encoding="utf-8") if args.dir in tasks else ""
     order = ORDER_LIST.search(header_text)
     error = None
     if not SNAKE_CASE.fullmatch(args.name):
         error = f"NAME={args.name!r} is not snake_case: lower-case words joined by '_', like lower_resnet18_fp32"
-    elif existing:
+    elif existing := sorted(snippets.rglob(f"{args.name}.py")):
         error = f"{existing[0].relative_to(args.root)} exists already; choose another NAME"
     elif args.dir not in tasks:
         error = f"DIR={args.dir!r} is not a task folder of snippets/; choose one of {', '.join(tasks)}"

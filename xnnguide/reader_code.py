@@ -111,12 +111,11 @@ def recipe_problems(path: Path, shown: str | None = None) -> list[str]:
     return problems
 
 
-def page_problems(path: Path, shown: str | None = None) -> list[str]:
+def page_problems(path: Path, shown: str) -> list[str]:
     """``file:line: ...`` for each ``literalinclude`` of an ``xnnguide`` file, and each line importing it.
 
     Console blocks that run the repository's tools (``python -m xnnguide.tools.aot_compiler``) pass.
     """
-    shown = shown or str(path)
     problems = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if _IMPORT.match(line):
@@ -166,15 +165,12 @@ def _clean_notebook(path: Path) -> None:
 
 def _rewrite_zip(archive: Path, folder: Path) -> None:
     """Replace each ``.py`` and ``.ipynb`` member with the cleaned file of *folder*'s tree."""
-    with zipfile.ZipFile(archive) as old:
-        members = [(info, old.read(info)) for info in old.infolist()]
     tmp = archive.with_name(archive.name + ".tmp")
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as new:
-        for info, data in members:
+    with zipfile.ZipFile(archive) as old, zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as new:
+        for info in old.infolist():
             candidate = folder / info.filename
-            if candidate.suffix in (".py", ".ipynb") and candidate.is_file():
-                data = candidate.read_bytes()
-            new.writestr(info.filename, data)
+            cleaned = candidate.suffix in (".py", ".ipynb") and candidate.is_file()
+            new.writestr(info.filename, candidate.read_bytes() if cleaned else old.read(info))
     tmp.replace(archive)
 
 

@@ -137,9 +137,8 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             if args.fix:
                 print(f"{markdown}: {fix_markdown(markdown, args.root)} block(s) rewritten")
-                continue
-            for problem in check_markdown(markdown, args.root):
-                print(problem)
+            elif problems := check_markdown(markdown, args.root):
+                print(*problems, sep="\n")
                 status = 1
     except RegionError as error:
         print(error, file=sys.stderr)

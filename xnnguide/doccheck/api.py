@@ -146,7 +146,7 @@ class Index:
                 return found
             return None if spec is None else UNKNOWN
         parent = self.module(parent_name)
-        if parent is UNKNOWN or not isinstance(parent, griffe.Module):
+        if not isinstance(parent, griffe.Module):
             return parent if parent is UNKNOWN else None
         folders = parent.filepath if isinstance(parent.filepath, list) else (  # a namespace package
             [parent.filepath.parent] if parent.filepath.stem == "__init__" else [])
@@ -215,8 +215,7 @@ class Index:
             return [p for f in [obj, *(obj.overloads or []), *owner] for p in f.parameters]
         if isinstance(obj, griffe.Class) and not any("dataclass" in str(d.value) for d in obj.decorators):
             for special in ("__init__", "__new__"):
-                found = self.member(obj, special)
-                if isinstance(found, griffe.Function):
+                if isinstance(found := self.member(obj, special), griffe.Function):
                     return [p for p in self.parameters(found) or [] if p.name not in ("self", "cls")]
         return None
 

@@ -225,10 +225,10 @@ def _code_directive(name: str, argument: str, body: str, line: int, text_line: i
 # ---------------------------------------------------------------- reStructuredText
 
 @functools.lru_cache(maxsize=1)
-def _rst_states() -> tuple:
-    """docutils' states, with a ``Body`` that knows Sphinx's directives; nested parses use these states too."""
+def _rst_parser():
+    """A docutils parser whose states have a ``Body`` that knows Sphinx's directives; nested parses use them too."""
     from docutils import nodes
-    from docutils.parsers.rst import Directive, directives, states
+    from docutils.parsers.rst import Directive, Parser, directives, states
 
     class Captured(Directive):
         """A directive the checker needs: kept as a node with its name, argument, options and body."""
@@ -257,22 +257,22 @@ def _rst_states() -> tuple:
             directives.directive(name, self.memo.language, self.document)[0] or Container)
         return self.run_directive(found, match, name, option_presets)
 
-    def local(cls):
-        def __init__(self, state_machine, debug=False):
-            cls.__init__(self, state_machine, debug)
-            self.nested_sm_kwargs = {"state_classes": classes, "initial_state": "Body"}
-
-        extra = {"directive": directive} if cls is states.Body else {}
-        return type(cls.__name__, (cls,), {"__init__": __init__, "nested_sm_cache": [], **extra})
-
-    classes = tuple(local(cls) for cls in states.state_classes)
-    # The table of explicit constructs (used by Body and the states made from it) holds the original method.
+    # Explicit markup, directives included, is parsed through this table, which docutils fills with its own method.
     explicit = states.Struct(patterns=states.Body.explicit.patterns, constructs=[
         (directive if method is states.Body.directive else method, pattern)
         for method, pattern in states.Body.explicit.constructs])
-    for cls in (cls for cls in classes if issubclass(cls, states.Body)):
-        cls.explicit = explicit
-    return classes
+
+    def local(cls):
+        def __init__(self, state_machine, debug=False):
+            cls.__init__(self, state_machine, debug)
+            self.nested_sm_kwargs = {"state_classes": parser.state_classes, "initial_state": "Body"}
+
+        body = {"explicit": explicit} if issubclass(cls, states.Body) else {}
+        return type(cls.__name__, (cls,), {"__init__": __init__, "nested_sm_cache": [], **body})
+
+    parser = Parser()
+    parser.state_classes = tuple(local(cls) for cls in states.state_classes)
+    return parser
 
 
 @functools.lru_cache(maxsize=1)
@@ -290,14 +290,11 @@ def _rst_settings():
 
 def _read_rst(doc: Document, text: str, offset: int) -> None:
     from docutils import nodes
-    from docutils.parsers.rst import Parser
     from docutils.utils import new_document
 
     tree = new_document(str(doc.path), _rst_settings())
     try:
-        parser = Parser()
-        parser.state_classes = _rst_states()
-        parser.parse(text, tree)
+        _rst_parser().parse(text, tree)
     except Exception as error:  # docutils gave up on this text: report, do not crash
         doc.problems.append(Finding(display(doc.path), offset + 1, "parse", f"docutils could not parse the "
                                     f"reStructuredText ({type(error).__name__}: {error})", "fix the markup"))

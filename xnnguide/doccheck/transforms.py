@@ -13,8 +13,7 @@ import ast
 import re
 from collections import defaultdict
 
-from xnnguide.doccheck.pages import Finding
-from xnnguide.doccheck.pages import Unit
+from xnnguide.doccheck.pages import Finding, Unit
 
 RULE = "transform-passes"
 PASSES = "get_transform_passes"
