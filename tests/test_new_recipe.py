@@ -62,6 +62,8 @@ def test_a_new_recipe_passes_and_its_snippet_makes_check_green(checkout):
 
 @pytest.mark.parametrize("argv, says", [
     (["Not_Snake"], "is not snake_case"),
+    # A name that is a path must get the same one-line error, not a traceback from the search for it.
+    (["/x"], "is not snake_case"),
     (["lower_mobilenet_v2_fp32"], "exists already"),
     ([NAME + "_2", "--dir", "nowhere"], "is not a task folder"),
 ])
