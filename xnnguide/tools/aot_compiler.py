@@ -316,11 +316,9 @@ def compile_model(args: argparse.Namespace) -> None:
     pte_path = args.output_dir / f"{name}_xnnpack_{label}.pte"
 
     # The eager model the .pte is checked against: the quantized one, if any.
-    reference, fp32_outputs = model, None
-    if args.test_after_export:
-        calls = _calls(model, example_inputs, context)
-        if scheme != "none":  # before 8da4w changes the model in place
-            fp32_outputs = _outputs(model, calls)
+    reference = model
+    if args.test_after_export:  # before 8da4w changes the model in place
+        calls, fp32_outputs = _calls(model, example_inputs, context)
     if scheme == "8da4w":  # torchao quantizes the eager modules; export comes after
         with progress.step("quantize (torchao)"):
             reference = _quantize(args, model, example_inputs)
@@ -369,21 +367,24 @@ def compile_model(args: argparse.Namespace) -> None:
         steps = f"prefill, then decode {len(calls) - 1} tokens on the runtime"
         with progress.step(steps if context else "run on the ExecuTorch runtime"):
             actual = _run_pte(pte_path, calls, args.verbose)
-        expected = _outputs(reference, calls)
-        _check(args, pte_path, actual, expected, fp32_outputs, label)
+        quantized = scheme != "none"
+        expected = _outputs(reference, calls) if quantized else fp32_outputs
+        _check(args, pte_path, actual, expected, fp32_outputs if quantized else None, label)
 
 
-def _calls(model: Any, example_inputs: tuple[Any, ...], context: int | None) -> list[tuple[Any, ...]]:
-    """The inputs of each call the test makes: the example inputs, then for a decoder one call a
-    position until its cache is full, each with the greedy next token of *model*."""
+def _calls(model: Any, example_inputs: tuple[Any, ...], context: int | None
+           ) -> tuple[list[tuple[Any, ...]], list[Any]]:
+    """The inputs of each call the test makes, and the leaves of *model*'s outputs, in one pass: the example
+    inputs, then for a decoder one call a position until its cache is full, each with the greedy next token."""
     calls = [example_inputs]
-    if context:
-        tokens, input_pos = example_inputs
-        with torch.no_grad():
+    with torch.no_grad():
+        outputs = [model(*example_inputs)]
+        if context:
+            tokens, input_pos = example_inputs
             for position in range(int(input_pos) + tokens.shape[1], context):
-                logits = model(*calls[-1])
-                calls.append((logits[:, -1:].argmax(-1).to(tokens.dtype), input_pos.new_tensor([position])))
-    return calls
+                calls.append((outputs[-1][:, -1:].argmax(-1).to(tokens.dtype), input_pos.new_tensor([position])))
+                outputs.append(model(*calls[-1]))
+    return calls, [leaf for output in outputs for leaf in tree_leaves(output)]
 
 
 def _outputs(model: Any, calls: list[tuple[Any, ...]]) -> list[Any]:
