@@ -266,11 +266,9 @@ def _export(model: Any, example_inputs: tuple[Any, ...], verbose: bool, context:
 
 
 def _quantize(args: argparse.Namespace, model: Any, example_inputs: tuple[Any, ...]) -> Any:
-    if args.quantize in STATIC_SCHEMES:
-        calibration = model_zoo.calibration_inputs(example_inputs, args.calibration_samples)
-    else:
-        # int8-dynamic observes the weights during one forward pass; 8da4w needs none.
-        calibration = [example_inputs] if args.quantize == "int8-dynamic" else []
+    # Without calibration inputs, int8-dynamic observes its weights on the example inputs; 8da4w needs none.
+    static = args.quantize in STATIC_SCHEMES
+    calibration = model_zoo.calibration_inputs(example_inputs, args.calibration_samples) if static else []
     try:
         # The PT2E schemes export the model first: a failed capture is reported as in _export.
         with torch.no_grad(), _silenced(not args.verbose):
