@@ -365,8 +365,10 @@ def compile_model(args: argparse.Namespace) -> None:
         steps = f"prefill, then decode {len(calls) - 1} tokens on the runtime"
         with progress.step(steps if context else "run on the ExecuTorch runtime"):
             actual = _run_pte(pte_path, calls, args.verbose)
-        quantized = scheme != "none"
-        expected = _outputs(reference, calls) if quantized else fp32_outputs
+        expected, quantized = fp32_outputs, scheme != "none"
+        if quantized:
+            with torch.no_grad():
+                expected = [leaf for call in calls for leaf in tree_leaves(reference(*call))]
         _check(args, pte_path, actual, expected, fp32_outputs if quantized else None, label)
 
 
@@ -383,11 +385,6 @@ def _calls(model: Any, example_inputs: tuple[Any, ...], context: int | None
                 calls.append((outputs[-1][:, -1:].argmax(-1).to(tokens.dtype), input_pos.new_tensor([position])))
                 outputs.append(model(*calls[-1]))
     return calls, [leaf for output in outputs for leaf in tree_leaves(output)]
-
-
-def _outputs(model: Any, calls: list[tuple[Any, ...]]) -> list[Any]:
-    with torch.no_grad():
-        return [leaf for call in calls for leaf in tree_leaves(model(*call))]
 
 
 def _run_pte(pte_path: Path, calls: list[tuple[Any, ...]], verbose: bool) -> list[Any]:
@@ -465,10 +462,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(exit_.code or 0)
         check_options(args)
         compile_model(args)
-    except UsageError as error:
-        return _report(error, args, EXIT_USAGE)
-    except CheckFailed as error:
-        return _report(error, args, EXIT_FAILED)
+    except (UsageError, CheckFailed) as error:
+        return _report(error, args, EXIT_USAGE if isinstance(error, UsageError) else EXIT_FAILED)
     except KeyboardInterrupt:
         print(f"{NAME}: interrupted", file=sys.stderr)
         return 130
