@@ -266,11 +266,9 @@ def _export(model: Any, example_inputs: tuple[Any, ...], verbose: bool, context:
 
 
 def _quantize(args: argparse.Namespace, model: Any, example_inputs: tuple[Any, ...]) -> Any:
-    if args.quantize in STATIC_SCHEMES:
-        calibration = model_zoo.calibration_inputs(example_inputs, args.calibration_samples)
-    else:
-        # int8-dynamic observes the weights during one forward pass; 8da4w needs none.
-        calibration = [example_inputs] if args.quantize == "int8-dynamic" else []
+    # Without calibration inputs, int8-dynamic observes its weights on the example inputs; 8da4w needs none.
+    static = args.quantize in STATIC_SCHEMES
+    calibration = model_zoo.calibration_inputs(example_inputs, args.calibration_samples) if static else []
     try:
         # The PT2E schemes export the model first: a failed capture is reported as in _export.
         with torch.no_grad(), _silenced(not args.verbose):
@@ -316,11 +314,9 @@ def compile_model(args: argparse.Namespace) -> None:
     pte_path = args.output_dir / f"{name}_xnnpack_{label}.pte"
 
     # The eager model the .pte is checked against: the quantized one, if any.
-    reference, fp32_outputs = model, None
-    if args.test_after_export:
-        calls = _calls(model, example_inputs, context)
-        if scheme != "none":  # before 8da4w changes the model in place
-            fp32_outputs = _outputs(model, calls)
+    reference = model
+    if args.test_after_export:  # before 8da4w changes the model in place
+        calls, fp32_outputs = _calls(model, example_inputs, context)
     if scheme == "8da4w":  # torchao quantizes the eager modules; export comes after
         with progress.step("quantize (torchao)"):
             reference = _quantize(args, model, example_inputs)
@@ -369,26 +365,26 @@ def compile_model(args: argparse.Namespace) -> None:
         steps = f"prefill, then decode {len(calls) - 1} tokens on the runtime"
         with progress.step(steps if context else "run on the ExecuTorch runtime"):
             actual = _run_pte(pte_path, calls, args.verbose)
-        expected = _outputs(reference, calls)
-        _check(args, pte_path, actual, expected, fp32_outputs, label)
+        expected, quantized = fp32_outputs, scheme != "none"
+        if quantized:
+            with torch.no_grad():
+                expected = [leaf for call in calls for leaf in tree_leaves(reference(*call))]
+        _check(args, pte_path, actual, expected, fp32_outputs if quantized else None, label)
 
 
-def _calls(model: Any, example_inputs: tuple[Any, ...], context: int | None) -> list[tuple[Any, ...]]:
-    """The inputs of each call the test makes: the example inputs, then for a decoder one call a
-    position until its cache is full, each with the greedy next token of *model*."""
+def _calls(model: Any, example_inputs: tuple[Any, ...], context: int | None
+           ) -> tuple[list[tuple[Any, ...]], list[Any]]:
+    """The inputs of each call the test makes, and the leaves of *model*'s outputs, in one pass: the example
+    inputs, then for a decoder one call a position until its cache is full, each with the greedy next token."""
     calls = [example_inputs]
-    if context:
-        tokens, input_pos = example_inputs
-        with torch.no_grad():
-            for position in range(int(input_pos) + tokens.shape[1], context):
-                logits = model(*calls[-1])
-                calls.append((logits[:, -1:].argmax(-1).to(tokens.dtype), input_pos.new_tensor([position])))
-    return calls
-
-
-def _outputs(model: Any, calls: list[tuple[Any, ...]]) -> list[Any]:
     with torch.no_grad():
-        return [leaf for call in calls for leaf in tree_leaves(model(*call))]
+        outputs = [model(*example_inputs)]
+        if context:
+            tokens, input_pos = example_inputs
+            for position in range(int(input_pos) + tokens.shape[1], context):
+                calls.append((outputs[-1][:, -1:].argmax(-1).to(tokens.dtype), input_pos.new_tensor([position])))
+                outputs.append(model(*calls[-1]))
+    return calls, [leaf for output in outputs for leaf in tree_leaves(output)]
 
 
 def _run_pte(pte_path: Path, calls: list[tuple[Any, ...]], verbose: bool) -> list[Any]:
@@ -466,10 +462,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(exit_.code or 0)
         check_options(args)
         compile_model(args)
-    except UsageError as error:
-        return _report(error, args, EXIT_USAGE)
-    except CheckFailed as error:
-        return _report(error, args, EXIT_FAILED)
+    except (UsageError, CheckFailed) as error:
+        return _report(error, args, EXIT_USAGE if isinstance(error, UsageError) else EXIT_FAILED)
     except KeyboardInterrupt:
         print(f"{NAME}: interrupted", file=sys.stderr)
         return 130

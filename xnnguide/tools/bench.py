@@ -80,7 +80,7 @@ def _ran() -> tuple[list[str], dict]:
     return summary["ran"], summary
 
 
-def _load() -> str:
+def load_average() -> str:
     return " ".join(f"{load:.2f}" for load in psutil.getloadavg())
 
 
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     make = args.make.split()
     described = environment.describe()
-    print(f"machine: {described['cpu']}, {described['cores']} logical cores; load average {_load()}")
+    print(f"machine: {described['cpu']}, {described['cores']} logical cores; load average {load_average()}")
 
     _make(make, "clean")
     cold, (peak_rss, peak_processes, peak_pss) = _make(make, "html")
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  peak memory <= 8 GB: {peak_rss / GB:.2f} GB (RSS sum): {_verdict(peak_rss <= 8 * GB)}")
     print(f"  no-op ran no recipe: {_verdict(not noop_ran)}; edit ran only {edit.stem}: "
           f"{_verdict(edit_ran == [edit.stem])}")
-    print(f"load average after: {_load()} (other jobs on this machine slow every figure above)")
+    print(f"load average after: {load_average()} (other jobs on this machine slow every figure above)")
     return 0
 
 

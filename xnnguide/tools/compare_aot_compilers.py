@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -23,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Sequence
+
+from xnnguide.tools.bench import load_average
 
 UPSTREAM = "executorch.examples.xnnpack.aot_compiler"
 
@@ -137,10 +138,6 @@ def compare(commands: dict[str, list[str]], rounds: int) -> dict[str, list[float
     return times
 
 
-def _load() -> str:
-    return " ".join(f"{value:.2f}" for value in os.getloadavg())
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m xnnguide.tools.compare_aot_compilers",
                                      description=__doc__.splitlines()[0])
@@ -151,13 +148,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     for name, command in COMMANDS.items():
         print(f"{name:<9} {' '.join(['python', *command[1:]])} -o DIR")
-    print(f"load average before: {_load()}")
+    print(f"load average before: {load_average()}")
     try:
         times = compare(COMMANDS, args.rounds)
     except CommandFailed as error:
         print(f"compare_aot_compilers: error: {error}", file=sys.stderr)
         return 2
-    print(f"load average after:  {_load()}")
+    print(f"load average after:  {load_average()}")
     medians = {name: statistics.median(values) for name, values in times.items()}
     for name, values in times.items():
         print(f"{name:<9} median {medians[name]:6.2f} s  (min {min(values):.2f}, max {max(values):.2f})")

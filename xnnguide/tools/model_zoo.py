@@ -93,13 +93,10 @@ def calibrate_batchnorm(model: torch.nn.Module, batches: int = 4, batch_size: in
     return model.eval()
 
 
-def _torchvision(name: str) -> Factory:
-    def build() -> tuple[torch.nn.Module, tuple[Any, ...]]:
-        import torchvision
+def _torchvision(name: str) -> tuple[torch.nn.Module, tuple[Any, ...]]:
+    import torchvision
 
-        return calibrate_batchnorm(getattr(torchvision.models, name)(weights=None)), (torch.randn(1, 3, 224, 224),)
-
-    return build
+    return calibrate_batchnorm(getattr(torchvision.models, name)(weights=None)), (torch.randn(1, 3, 224, 224),)
 
 
 #: Model name -> (description, factory), in the order ``--help`` lists them; :func:`load` seeds torch first.
@@ -109,9 +106,9 @@ MODELS: dict[str, tuple[str, Factory]] = {
     "add_mul": ("torch.mm(a, x) + b, three 8x8 inputs", lambda: (AddMul(), tuple(torch.randn(8, 8) for _ in range(3)))),
     "tiny_transformer": ("one-block causal transformer, vocabulary 256, 16 tokens",
                          lambda: (TinyTransformer(), (torch.randint(0, 256, (1, 16)),))),
-    "mv2": ("untrained torchvision MobileNet V2, input 1x3x224x224", _torchvision("mobilenet_v2")),
-    "mv3": ("untrained torchvision MobileNet V3 small, input 1x3x224x224", _torchvision("mobilenet_v3_small")),
-    "resnet18": ("untrained torchvision ResNet-18, input 1x3x224x224", _torchvision("resnet18")),
+    "mv2": ("untrained torchvision MobileNet V2, input 1x3x224x224", lambda: _torchvision("mobilenet_v2")),
+    "mv3": ("untrained torchvision MobileNet V3 small, input 1x3x224x224", lambda: _torchvision("mobilenet_v3_small")),
+    "resnet18": ("untrained torchvision ResNet-18, input 1x3x224x224", lambda: _torchvision("resnet18")),
 }
 
 
