@@ -111,6 +111,10 @@ assert re.search(r"^  expand_copy\.default +0 +1$", transcripts["no_transform_pa
 for operator in ("convolution.default", "dequantize_per_tensor.default", "total"):
     name = operator.split(".")[0]
     facts.record(f"mv2_int8_{name}", delegated("mv2_int8", operator))
+# The int8 figures in the transcripts depend on PyTorch's thread count; the page names the one used here.
+import torch
+
+facts.record("threads", torch.get_num_threads())
 # sphinx_gallery_end_ignore
 
 # [start run_compiled]
