@@ -365,11 +365,12 @@ def compile_model(args: argparse.Namespace) -> None:
         steps = f"prefill, then decode {len(calls) - 1} tokens on the runtime"
         with progress.step(steps if context else "run on the ExecuTorch runtime"):
             actual = _run_pte(pte_path, calls, args.verbose)
-        expected, quantized = fp32_outputs, scheme != "none"
-        if quantized:
+        if scheme == "none":
+            _check(args, pte_path, actual, fp32_outputs, None, label)
+        else:  # checked against the quantized model; the distance to fp32 is only shown
             with torch.no_grad():
                 expected = [leaf for call in calls for leaf in tree_leaves(reference(*call))]
-        _check(args, pte_path, actual, expected, fp32_outputs if quantized else None, label)
+            _check(args, pte_path, actual, expected, fp32_outputs, label)
 
 
 def _calls(model: Any, example_inputs: tuple[Any, ...], context: int | None
@@ -462,8 +463,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(exit_.code or 0)
         check_options(args)
         compile_model(args)
-    except (UsageError, CheckFailed) as error:
-        return _report(error, args, EXIT_USAGE if isinstance(error, UsageError) else EXIT_FAILED)
+    except UsageError as error:
+        return _report(error, args, EXIT_USAGE)
+    except CheckFailed as error:
+        return _report(error, args, EXIT_FAILED)
     except KeyboardInterrupt:
         print(f"{NAME}: interrupted", file=sys.stderr)
         return 130
