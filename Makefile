@@ -72,17 +72,28 @@ linkcheck: venv ## check links between pages offline; external URLs are listed, 
 	@echo ">> no broken links; $$(grep -c '"status": "ignored"' $(BUILDDIR)/linkcheck/output.json)" \
 	  "external URL(s) listed, not fetched, in $(BUILDDIR)/linkcheck/output.json"
 
-test: venv browser ## everything CI checks: offline strict build, the test suite, link check
-	@status=0; \
+# make test times its phases into $(CI_TIMES) and ends with where the time went, beside the
+# reference figures of .ci/times.tsv (xnnguide/tools/ci_times.py); the slowest tests come from
+# pytest's --durations.
+CI_TIMES  := $(BUILDDIR)/ci-times.tsv
+DURATIONS ?= 15
+test: ## everything CI checks: offline strict build, the test suite, link check; then where the time went
+	@mkdir -p $(BUILDDIR); : > $(CI_TIMES); status=0; started=$$(date +%s%N); \
+	lap() { now=$$(date +%s%N); ms=$$(( (now - started) / 1000000 )); started=$$now; \
+	  [ "$$2" = 0 ] || status=1; printf '%s\t%d.%03d\t%s\n' "$$1" $$((ms / 1000)) $$((ms % 1000)) "$$2" >> $(CI_TIMES); }; \
+	$(MAKE) --no-print-directory venv; rc=$$?; lap environment $$rc; [ $$rc = 0 ] || exit $$rc; \
+	$(MAKE) --no-print-directory browser; rc=$$?; lap browser $$rc; [ $$rc = 0 ] || exit $$rc; \
 	echo ">> offline, strict build (-W -n, network disabled by '$(OFFLINE)')"; \
-	$(OFFLINE) $(SPHINX) -E -n -W --keep-going || status=$$?; \
+	rc=0; $(OFFLINE) $(SPHINX) -E -n -W --keep-going || rc=$$?; lap build $$rc; \
 	echo ">> drift checks against this build"; \
-	$(BIN)/python -m xnnguide.doccheck --build $(DOCCHECK_PATHS) || status=1; \
-	$(BIN)/python -m xnnguide.reader_code $(DOCCHECK_PATHS) || status=1; \
+	rc=0; $(BIN)/python -m xnnguide.doccheck --build $(DOCCHECK_PATHS) || rc=1; \
+	$(BIN)/python -m xnnguide.reader_code $(DOCCHECK_PATHS) || rc=1; lap drift $$rc; \
 	echo ">> test suite (browser tests save screenshots in $(BUILDDIR)/screenshots/)"; \
-	$(BIN)/python -m pytest -n $(PYTEST_JOBS) --dist loadfile $(PYTEST_ARGS) || status=1; \
+	rc=0; $(BIN)/python -m pytest -n $(PYTEST_JOBS) --dist loadfile --durations=$(DURATIONS) $(PYTEST_ARGS) || rc=$$?; \
+	lap tests $$rc; \
 	echo ">> link check"; \
-	$(MAKE) --no-print-directory linkcheck VENV=$(VENV) || status=1; \
+	rc=0; $(MAKE) --no-print-directory linkcheck || rc=$$?; lap linkcheck $$rc; \
+	$(BIN)/python -m xnnguide.tools.ci_times $(CI_TIMES) || status=1; \
 	exit $$status
 
 # The static tests: no model is exported or lowered, no recipe runs. The
