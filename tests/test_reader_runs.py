@@ -1,13 +1,15 @@
 """What readers download runs for them: a fresh interpreter, an empty folder, no xnnguide.
 
 The tests take the files the build offers for download (``_build/html/_downloads``)
-and the README's example, and run them the way a reader who has only
+and run them the way a reader who has only
 ``pip install executorch torchvision torchao`` would: a new interpreter, in
 an empty temporary folder, with this checkout off ``sys.path`` (no
 ``PYTHONPATH``) and therefore no ``xnnguide``. Every other recipe's download
 is covered by the static check ``python -m xnnguide.reader_code`` (pyflakes
 on the same reader copy), and by the build, which runs every recipe; that
-each download is that reader copy is checked in ``test_site_files.py``.
+each download is that reader copy is checked in ``test_site_files.py``. The
+README's example is not run on its own: it is checked to be how one of the
+downloads that run here begins.
 
 How long each run took is written to ``_build/reader-runs/<file>.seconds``
 (one file per run, so the tests may run in parallel).
@@ -15,6 +17,7 @@ How long each run took is written to ``_build/reader-runs/<file>.seconds``
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -24,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from xnnguide.regions import copied_blocks
 
 pytestmark = pytest.mark.build
 
@@ -75,17 +79,33 @@ def test_a_reader_environment_has_no_xnnguide(tmp_path):
 def test_download_runs_as_a_reader(built_site, tmp_path, stem):
     done = run_as_reader(download(built_site, f"{stem}.py"), tmp_path)
     assert done.returncode == 0, f"{stem}.py failed for a reader:\n{done.stderr[-3000:]}"
+    # Every recipe ends by running the .pte it made.
+    assert sorted((tmp_path / "reader").glob("*.pte")), f"{stem}.py wrote no .pte for a reader"
 
 
-def test_readme_example_runs_as_a_reader(tmp_path):
+def statements(code: str) -> list[str]:
+    """The top-level statements of *code*, as ASTs (comments and layout do not count), less a docstring."""
+    body = ast.parse(code).body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    return [ast.dump(node) for node in body]
+
+
+def test_readme_example_is_how_a_download_that_runs_as_a_reader_begins(built_site):
+    # The README's Python blocks, in order, are the first statements of a recipe's download that
+    # test_download_runs_as_a_reader runs in an empty folder without xnnguide, and which writes a .pte
+    # there: so the README's example runs for a reader too, without a run of its own.
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"^```python\n(.*?)^```", readme, re.DOTALL | re.MULTILINE)
-    assert blocks, "README.md has no python block"
-    script = tmp_path / "readme_example.py"
-    script.write_text("\n".join(blocks), encoding="utf-8")
-    done = run_as_reader(script, tmp_path)
-    assert done.returncode == 0, f"README.md's example failed for a reader:\n{done.stderr[-3000:]}"
-    assert sorted(path.name for path in (tmp_path / "reader").glob("*.pte")), "README's example wrote no .pte"
+    copied = copied_blocks(ROOT / "README.md", ROOT)
+    assert blocks and [block.text for block in copied] == [block.rstrip("\n") for block in blocks], (
+        "every Python block of README.md must be a <!-- snippet: ... --> copy of a recipe's regions")
+    stems = {block.source.stem for block in copied}
+    assert len(stems) == 1 and set(stems) <= set(RUN_AS_READER), (
+        f"README.md copies {sorted(stems)}; its example is run through one recipe of RUN_AS_READER")
+    example = statements("\n".join(blocks))
+    downloaded = statements(download(built_site, f"{stems.pop()}.py").read_text(encoding="utf-8"))
+    assert downloaded[:len(example)] == example, "README.md's example is not how the recipe's download begins"
 
 
 def test_notebook_runs_as_a_reader(built_site, tmp_path, monkeypatch):
