@@ -91,20 +91,76 @@ def test_the_request_guard_refuses_and_reports_an_off_site_request(tab):
     assert tab.off_site == ["https://cdn.jsdelivr.net/npm/bootstrap/dist/css/bootstrap.min.css"], tab.off_site
 
 
-@pytest.mark.parametrize("page_path", ALL_PAGES)
-def test_page_loads_with_only_local_requests_and_no_errors(tab, page_path):
+WCAG_A_AA = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa"]}, "resultTypes": ["violations"]}
+
+# axe-core's colour-contrast rule takes most of its time on the thousands of highlighted tokens of a code
+# page, though the tokens of a page share a few dozen looks. A token's contrast depends only on its colour,
+# the background behind it (the first ancestor that paints one), its font size and weight, so while axe
+# runs, a token whose look an earlier token of the page has is hidden (visibility: hidden keeps the layout,
+# and axe passes over hidden text quickly; leaving it out of axe's context costs nearly as much as checking
+# it): each look is still checked once, on its first token.
+HIDE_REPEATED_LOOKS = """() => {
+    const seen = new Set();
+    let repeated = 0;
+    for (const token of document.querySelectorAll('div.highlight pre span')) {
+        let behind = token.parentElement;
+        while (behind && getComputedStyle(behind).backgroundColor === 'rgba(0, 0, 0, 0)') behind = behind.parentElement;
+        const style = getComputedStyle(token);
+        const look = [style.color, style.backgroundColor, style.fontSize, style.fontWeight, style.opacity,
+                      behind ? getComputedStyle(behind).backgroundColor : 'none'].join('|');
+        if (!seen.has(look)) { seen.add(look); continue; }
+        token.setAttribute('data-xnnguide-repeated-look', '');
+        token.style.visibility = 'hidden';
+        repeated += 1;
+    }
+    return repeated;
+}"""
+
+
+def violations(page) -> list[str]:
+    """One line per element axe-core finds in violation of WCAG 2 A and AA: rule, impact, element.
+
+    axe-core ships inside the ``axe-playwright-python`` package and is injected into the page, never fetched.
+    """
+    from axe_playwright_python.sync_playwright import Axe
+
+    page.evaluate(HIDE_REPEATED_LOOKS)
+    found = Axe().run(page, options=WCAG_A_AA).response["violations"]
+    page.evaluate("""() => document.querySelectorAll('[data-xnnguide-repeated-look]').forEach(token => {
+        token.removeAttribute('data-xnnguide-repeated-look');
+        token.style.visibility = '';
+    })""")
+    return [f"{violation['id']} ({violation['impact']}): {' '.join(node['target'])}: {node['html'][:160]}"
+            for violation in found for node in violation["nodes"]]
+
+
+def open_in_scheme(tab, page_path: str, scheme: str) -> None:
+    tab.page.emulate_media(color_scheme=scheme)
     tab.goto(page_path)
-    page = tab.page
-    screenshot(page, slug(page_path))
-    assert page.title(), f"{page_path} has no title"
-    assert page.locator("main h1").count() >= 1, f"{page_path} has no heading"
-    assert not tab.off_site, f"{page_path} asked another host than localhost for: {tab.off_site}"
-    assert not tab.failed, f"{page_path}: " + "; ".join(tab.failed)
-    assert not tab.console_errors, f"{page_path}: " + "; ".join(tab.console_errors)
+    # The theme picks light or dark from the reader's system ("auto").
+    tab.page.wait_for_function("scheme => document.documentElement.dataset.theme === scheme", arg=scheme)
+
+
+def traffic_problems(tab) -> list[str]:
+    """Requests to other hosts, failed requests and console errors since the page *tab* last loaded."""
+    return ([f"it asked another host than localhost for: {tab.off_site}"] if tab.off_site else []) + \
+        tab.failed + tab.console_errors
+
+
+def load_problems(tab) -> list[str]:
+    """What is wrong with the page *tab* just loaded: its traffic, images, title and heading."""
+    page, problems = tab.page, traffic_problems(tab)
+    if not page.title():
+        problems.append("it has no title")
+    if page.locator("main h1").count() < 1:
+        problems.append("it has no heading")
     broken_images = page.evaluate(
         "[...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)")
-    assert not broken_images, f"{page_path}: images that did not render: {broken_images}"
-    assert len(tab.requests) > 5, f"{page_path}: suspiciously few requests recorded: {tab.requests}"
+    if broken_images:
+        problems.append(f"images that did not render: {broken_images}")
+    if len(tab.requests) <= 5:
+        problems.append(f"suspiciously few requests recorded: {tab.requests}")
+    return problems
 
 
 CODE_BLOCKS = """() => [...document.querySelectorAll('div.highlight pre')].map(pre => {
@@ -119,20 +175,40 @@ CODE_BLOCKS = """() => [...document.querySelectorAll('div.highlight pre')].map(p
 })"""
 
 
-@pytest.mark.parametrize("page_path", ALL_PAGES)
-def test_code_blocks_are_highlighted_and_have_copy_buttons(tab, page_path):
-    tab.goto(page_path)
-    blocks = tab.page.evaluate(CODE_BLOCKS)
+def code_block_problems(page) -> list[str]:
+    """Code blocks without a copy button or highlighting, and output blocks with a copy button."""
+    blocks, problems = page.evaluate(CODE_BLOCKS), []
     code = [block for block in blocks if not block["output"]]
     without_button = [block for block in code if not block["button"]]
-    assert not without_button, f"{page_path}: {len(without_button)} of {len(code)} code blocks lack a copy button"
-    assert not any(block["button"] for block in blocks if block["output"]), \
-        f"{page_path}: a recipe's output block has a copy button"
+    if without_button:
+        problems.append(f"{len(without_button)} of {len(code)} code blocks lack a copy button")
+    if any(block["button"] for block in blocks if block["output"]):
+        problems.append("a recipe's output block has a copy button")
     python = [block for block in code if block["language"] in ("python", "python3", "default")]
-    assert all(block["tokens"] > 0 for block in python), f"{page_path}: a Python block has no highlighted tokens"
+    if not all(block["tokens"] > 0 for block in python):
+        problems.append("a Python block has no highlighted tokens")
     # Highlighted means styled: a keyword is drawn in another colour than plain text.
     plain = [block["colours"] for block in python if block["colours"] and block["colours"][0] == block["colours"][1]]
-    assert not plain, f"{page_path}: keywords are not coloured: {plain}"
+    if plain:
+        problems.append(f"keywords are not coloured: {plain}")
+    return problems
+
+
+@pytest.mark.parametrize("page_path", ALL_PAGES)
+def test_every_page_loads_cleanly_shows_its_code_and_passes_axe_in_light_and_dark(tab, page_path):
+    # Each page is loaded twice, once per colour scheme, and every check of it runs on those loads:
+    # only local requests, no failed request or console error, rendered images, a title and a heading;
+    # code blocks highlighted with copy buttons (output blocks without); axe-core's WCAG 2 A and AA rules.
+    # All problems are reported together.
+    problems = []
+    open_in_scheme(tab, page_path, "light")
+    screenshot(tab.page, slug(page_path))
+    problems += load_problems(tab) + code_block_problems(tab.page)
+    problems += [f"axe, light: {line}" for line in violations(tab.page)]
+    open_in_scheme(tab, page_path, "dark")
+    problems += [f"dark: {line}" for line in traffic_problems(tab)]
+    problems += [f"axe, dark: {line}" for line in violations(tab.page)]
+    assert not problems, f"{page_path}: {len(problems)} problem(s):\n" + "\n".join(problems)
 
 
 @pytest.mark.parametrize("page_path", [COPY_PAGE, RECIPE_PAGE, "contributing/index.html"])
