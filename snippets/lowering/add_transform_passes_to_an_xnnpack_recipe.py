@@ -139,5 +139,5 @@ for name, short in [("as shipped", "shipped"), ("with transform passes", "with")
                        ("delegated / total nodes", "nodes"), ("max abs error", "error"), (".pte bytes", "bytes")]:
         facts.record(f"{label}_{short}", figures[name][key])
 facts.record("pass_names", ", ".join(type(p).__name__ for p in get_transform_passes()))
-# xnnguide_budget_seconds = 60
+# xnnguide_budget_seconds = 120
 # sphinx_gallery_end_ignore
