@@ -5,7 +5,9 @@ page of the guide teaches: ``torch.export``, optional quantization (the
 schemes of :mod:`xnnguide.tools.quantization`), ``to_edge_transform_and_lower``
 with the XNNPACK transform passes and partitioner, and serialization. With
 ``--test-after-export`` it then loads the file on the ExecuTorch runtime and
-compares its output with eager PyTorch.
+compares its output with eager PyTorch. ``--recipe TYPE`` replaces the
+quantization and lowering steps with ``executorch.export`` and one of
+ExecuTorch's XNNPACK recipes, given the transform passes it ships without.
 
 Exit status: 0 on success; 1 when the test fails or on an internal error; 2
 for bad input (see ``--help``). Errors are one line on stderr; ``--traceback``
@@ -25,6 +27,7 @@ import tempfile
 import textwrap
 import time
 import traceback
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -45,6 +48,7 @@ logging.getLogger("torch.utils._pytree").setLevel(logging.ERROR)
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner  # noqa: E402
 from executorch.backends.xnnpack.utils.configs import get_transform_passes  # noqa: E402
 from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower  # noqa: E402
+from executorch.backends.xnnpack.recipes import XNNPackRecipeType  # noqa: E402
 
 PROG = "python -m xnnguide.tools.aot_compiler"
 NAME = "aot_compiler"
@@ -52,6 +56,8 @@ NAME = "aot_compiler"
 # Schemes whose activation ranges are frozen from calibration inputs.
 STATIC_SCHEMES = ("int8-static", "int8-static-per-tensor")
 DEFAULT_CALIBRATION_SAMPLES = 8
+# --recipe TYPE: the installed executorch's XNNPACK recipe types, by value.
+RECIPES = {recipe_type.value: recipe_type for recipe_type in XNNPackRecipeType}
 # (atol, rtol) of --test-after-export in fp32: XNNPACK may reorder sums.
 FP32_TOLERANCE = (1e-4, 1e-4)
 # A quantized program is checked by the SQNR against the quantized eager model, at least MIN_SQNR_DB:
@@ -88,6 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Export a PyTorch model, optionally quantize it, lower it to XNNPACK\nand write a .pte file.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=f"models:\n{models}\n\nquantization schemes:\n{listing(SCHEMES)}\n\n"
+        "recipe types (--recipe; the values of the installed executorch's XNNPackRecipeType):\n"
+        + "".join(f"  {value}\n" for value in RECIPES) + "\n"
         "exit status: 0 success, 1 test failed or internal error, 2 bad input",
     )
     add = parser.add_argument
@@ -98,8 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="where to write <model>_xnnpack_<scheme>.pte; created if missing (default: the current directory)")
     add("-q", "--quantize", default="none", choices=["none", *SCHEMES], metavar="SCHEME",
         help="none (fp32, the default) or a scheme listed below")
+    add("--recipe", choices=RECIPES, metavar="TYPE",
+        help="export, quantize and lower with executorch.export and this XNNPACK recipe type (listed below) "
+        "instead of --quantize; the transform passes are added to it unless --no-transform-passes")
     add("--calibration-samples", type=int, metavar="N",
-        help="inputs to calibrate static schemes with: the example inputs, then random inputs like them "
+        help="inputs to calibrate static schemes and recipe types with: the example inputs, then random inputs like them "
         f"(default: {DEFAULT_CALIBRATION_SAMPLES})")
     add("--no-transform-passes", dest="transform_passes", action="store_false",
         help="skip the XNNPACK transform passes, to see what they change")
@@ -119,7 +130,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def check_options(args: argparse.Namespace) -> None:
     """Reject option combinations that cannot mean what the user wants, before any work."""
-    if args.calibration_samples is not None:
+    if args.recipe is not None:
+        if args.quantize != "none":
+            raise UsageError(f"--recipe {args.recipe} quantizes as its type says; drop --quantize {args.quantize}")
+        if args.etrecord is not None:
+            raise UsageError("--etrecord is not available with --recipe")
+        static = "_static_" in args.recipe
+        if args.calibration_samples is None and static:
+            args.calibration_samples = DEFAULT_CALIBRATION_SAMPLES
+        elif args.calibration_samples is not None and not static:
+            raise UsageError(f"--calibration-samples applies to static recipe types; --recipe {args.recipe} "
+                             "calibrates nothing")
+        if args.calibration_samples is not None and args.calibration_samples < 1:
+            raise UsageError(f"--calibration-samples must be at least 1, not {args.calibration_samples}")
+    elif args.calibration_samples is not None:
         if args.quantize not in STATIC_SCHEMES:
             raise UsageError(
                 f"--calibration-samples applies to {' and '.join(STATIC_SCHEMES)}; "
@@ -292,6 +316,30 @@ def _lower(args: argparse.Namespace, exported: Any) -> Any:
         raise UsageError(f"lowering to XNNPACK failed: {one_line(error)}") from error
 
 
+def _lower_with_recipe(args: argparse.Namespace, model: Any, example_inputs: tuple[Any, ...]) -> tuple[Any, Any, Any]:
+    """``executorch.export`` with the recipe of ``--recipe``, up to lowering; serialisation is left to the
+    caller, as in the hand flow. Returns the lowered program, the eager model it must match (the quantized
+    one, when the type quantizes) and the recipe's ``ExecutorchBackendConfig``."""
+    from executorch.export import ExportRecipe, StageType, export
+
+    recipe = ExportRecipe.get_recipe(RECIPES[args.recipe])
+    if args.transform_passes:  # the XNNPACK recipes ship without them
+        recipe.lowering_recipe.edge_transform_passes = [lambda method_name, program: get_transform_passes()]
+    # Stop after lowering: serialising rewrites the lowered graph, which the delegation table reads.
+    recipe.pipeline_stages = [StageType.SOURCE_TRANSFORM, StageType.QUANTIZE, StageType.TORCH_EXPORT,
+                              StageType.TO_EDGE_TRANSFORM_AND_LOWER]
+    count = args.calibration_samples
+    inputs = model_zoo.calibration_inputs(example_inputs, count) if count else [example_inputs]
+    try:
+        with torch.no_grad(), _silenced(not args.verbose), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "This API ... is experimental", on every call
+            session = export(model, inputs, recipe)
+    except Exception as error:
+        raise UsageError(f"executorch.export with {args.recipe} failed: {one_line(error)}") from error
+    reference = session.get_stage_artifacts()[StageType.QUANTIZE].data["forward"]
+    return session.get_edge_program_manager(), reference, recipe.executorch_backend_config
+
+
 def compile_model(args: argparse.Namespace) -> None:
     """Run the whole flow for parsed, checked *args*, printing as it goes."""
     check_outputs(args)
@@ -299,8 +347,14 @@ def compile_model(args: argparse.Namespace) -> None:
     label = "fp32" if scheme == "none" else scheme
     known = model_zoo.MODELS.get(args.model)
     print(f"Compiling {args.model}" + (f": {known[0]}" if known else ""))
-    print(f"  quantization {label}, XNNPACK transform passes {'on' if args.transform_passes else 'off'}")
-    progress = Progress(4 + (scheme == "8da4w") + args.test_after_export, args.verbose)
+    if args.recipe:
+        label = args.recipe.removeprefix("xnnpack_")
+        passes = "on, added to the recipe, which ships without them" if args.transform_passes else \
+            "off, as the recipe ships"
+        print(f"  recipe {args.recipe} (executorch.export), XNNPACK transform passes {passes}")
+    else:
+        print(f"  quantization {label}, XNNPACK transform passes {'on' if args.transform_passes else 'off'}")
+    progress = Progress((3 if args.recipe else 4 + (scheme == "8da4w")) + args.test_after_export, args.verbose)
 
     with progress.step("build the model"):
         try:
@@ -308,6 +362,8 @@ def compile_model(args: argparse.Namespace) -> None:
         except model_zoo.ModelError as error:
             raise UsageError(str(error)) from error
     if context:
+        if args.recipe:
+            raise UsageError(f"{args.model} is a decoder: --quantize none or 8da4w, the LLM flow, not --recipe")
         if scheme not in ("none", "8da4w"):
             raise UsageError(f"{args.model} is a decoder: --quantize none or 8da4w, the LLM flow, not {scheme}")
         print(f"  decoder: a KV cache of {context} positions, 1 to {context} tokens a call")
@@ -317,26 +373,32 @@ def compile_model(args: argparse.Namespace) -> None:
     reference = model
     if args.test_after_export:  # before 8da4w changes the model in place
         calls, fp32_outputs = _calls(model, example_inputs, context)
-    if scheme == "8da4w":  # torchao quantizes the eager modules; export comes after
-        with progress.step("quantize (torchao)"):
-            reference = _quantize(args, model, example_inputs)
-    if scheme in ("none", "8da4w"):
-        with progress.step("export (torch.export)"):
-            exported = _export(reference, example_inputs, args.verbose, context)
-    else:  # PT2E exports the model, quantizes the graph, and exports the result for lowering
+    backend_config = ExecutorchBackendConfig(do_quant_fusion_and_const_prop=scheme == "8da4w")
+    if args.recipe:
         count = args.calibration_samples
-        samples = f" ({count} calibration sample{'' if count == 1 else 's'})" if scheme in STATIC_SCHEMES else ""
-        with progress.step(f"export and quantize{samples}"):
-            reference = _quantize(args, model, example_inputs)
-            exported = _export(reference, example_inputs, args.verbose, context)
-    # Refuse a "quantized" program in which the scheme found nothing to quantize.
-    targets = [str(node.target) for node in exported.graph.nodes if node.op == "call_function"]
-    if scheme != "none" and not any("quantize" in target for target in targets):
-        raise UsageError(f"--quantize {scheme} found nothing to quantize in {name}; "
-                         "its layers are not ones this scheme quantizes")
-
-    with progress.step("lower to XNNPACK"):
-        edge = _lower(args, exported)
+        samples = f" ({count} calibration sample{'' if count == 1 else 's'})" if count else ""
+        with progress.step(f"executorch.export{samples}"):
+            edge, reference, backend_config = _lower_with_recipe(args, model, example_inputs)
+    else:
+        if scheme == "8da4w":  # torchao quantizes the eager modules; export comes after
+            with progress.step("quantize (torchao)"):
+                reference = _quantize(args, model, example_inputs)
+        if scheme in ("none", "8da4w"):
+            with progress.step("export (torch.export)"):
+                exported = _export(reference, example_inputs, args.verbose, context)
+        else:  # PT2E exports the model, quantizes the graph, and exports the result for lowering
+            count = args.calibration_samples
+            samples = f" ({count} calibration sample{'' if count == 1 else 's'})" if scheme in STATIC_SCHEMES else ""
+            with progress.step(f"export and quantize{samples}"):
+                reference = _quantize(args, model, example_inputs)
+                exported = _export(reference, example_inputs, args.verbose, context)
+        # Refuse a "quantized" program in which the scheme found nothing to quantize.
+        targets = [str(node.target) for node in exported.graph.nodes if node.op == "call_function"]
+        if scheme != "none" and not any("quantize" in target for target in targets):
+            raise UsageError(f"--quantize {scheme} found nothing to quantize in {name}; "
+                             "its layers are not ones this scheme quantizes")
+        with progress.step("lower to XNNPACK"):
+            edge = _lower(args, exported)
     # Counted before to_executorch(), which adds memory-planning nodes to the graph.
     graph_module = edge.exported_program().graph_module
     subgraphs, table = delegate_calls(graph_module), delegation_table(graph_module)
@@ -348,7 +410,7 @@ def compile_model(args: argparse.Namespace) -> None:
         # Silenced: its warning that a mutated buffer's initial values are not kept; a decoder writes
         # each position of its cache before it reads it.
         with _silenced(not args.verbose):
-            program = edge.to_executorch(ExecutorchBackendConfig(do_quant_fusion_and_const_prop=scheme == "8da4w"))
+            program = edge.to_executorch(backend_config)
         write_atomically(pte_path, program.write_to_file)
         if args.etrecord is not None:
             write_atomically(args.etrecord, program.get_etrecord().save)
@@ -365,7 +427,7 @@ def compile_model(args: argparse.Namespace) -> None:
         steps = f"prefill, then decode {len(calls) - 1} tokens on the runtime"
         with progress.step(steps if context else "run on the ExecuTorch runtime"):
             actual = _run_pte(pte_path, calls, args.verbose)
-        if scheme == "none":
+        if reference is model:  # fp32, by --quantize none or the FP32 recipe
             _check(args, pte_path, actual, fp32_outputs, None, label)
         else:  # checked against the quantized model; the distance to fp32 is only shown
             with torch.no_grad():
