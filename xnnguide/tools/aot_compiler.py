@@ -427,7 +427,9 @@ def compile_model(args: argparse.Namespace) -> None:
         steps = f"prefill, then decode {len(calls) - 1} tokens on the runtime"
         with progress.step(steps if context else "run on the ExecuTorch runtime"):
             actual = _run_pte(pte_path, calls, args.verbose)
-        if reference is model:  # fp32, by --quantize none or the FP32 recipe
+        # fp32: --quantize none, or a recipe type that returned the model unquantized (8da4w quantizes the
+        # model in place, so there the reference is the same object, quantized).
+        if (reference is model) if args.recipe else scheme == "none":
             _check(args, pte_path, actual, fp32_outputs, None, label)
         else:  # checked against the quantized model; the distance to fp32 is only shown
             with torch.no_grad():
