@@ -138,3 +138,16 @@ def test_bad_recipe_input_is_one_line_and_exit_2(tmp_path, monkeypatch, argv, me
     assert status == 2
     assert err.count("\n") == 1 and err.startswith("aot_compiler: error: ") and message in err, err
     assert not any(Path(tmp_path).rglob("*.pte")), "a bad command wrote a .pte"
+
+
+def test_the_transform_pass_recipe_keeps_the_model_of_the_comparison_it_repeats():
+    # Each download runs alone, so the recipe that adds the passes to an XNNPACK recipe carries its own copy
+    # of the model whose no-op expand the comparison recipe measures; the two copies must stay one model.
+    from conftest import SNIPPETS
+    from xnnguide.regions import read_regions
+
+    copy = read_regions(SNIPPETS / "lowering" / "add_transform_passes_to_an_xnnpack_recipe.py")["model"]
+    original = read_regions(SNIPPETS / "lowering" / "compare_lowering_with_and_without_transform_passes.py")
+    assert copy.text == original["noop_expand_model"].text, (
+        "snippets/lowering/add_transform_passes_to_an_xnnpack_recipe.py:"
+        f"{copy.start_line}: its model differs from compare_lowering_with_and_without_transform_passes.py's")
