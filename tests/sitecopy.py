@@ -6,6 +6,9 @@ the ``xnnguide`` package, the gallery header) into a temporary folder, with
 two pages and two recipes that take milliseconds, so that several builds fit
 in a test. The real ``conf.py`` and ``xnnguide.site.recipes`` run unchanged,
 including sphinx-gallery's parallel worker processes.
+
+A build that tests only read is made once per test run by :func:`built_once`,
+and a test that edits and rebuilds works on its own :func:`copy_site` of it.
 """
 
 from __future__ import annotations
@@ -17,12 +20,17 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Callable
+
+import pytest
+from filelock import FileLock
 
 from conftest import ROOT
 
 #: A recipe that runs in a worker process of the parallel build. Its hidden
 #: block imports a real module of the package, xnnguide.environment, which the
-#: other recipe does not.
+#: other recipe does not. Neither imports torch, so the process it runs in must
+#: not have imported it either (``torch_preloaded``: see xnnguide.site.isolation).
 ALPHA = '''"""
 Tiny alpha
 ==========
@@ -38,6 +46,8 @@ import os
 print(sum(range(100)))
 
 # sphinx_gallery_start_ignore
+import sys
+
 from xnnguide import environment
 from xnnguide.recipe_checks import facts
 
@@ -45,6 +55,7 @@ facts.record("cores", environment.describe()["cores"])
 
 facts.record("answer", 42, "forty-two")
 facts.record("omp_threads", os.environ.get("OMP_NUM_THREADS", "unset"))
+facts.record("torch_preloaded", "torch" in sys.modules)
 # sphinx_gallery_end_ignore
 '''
 
@@ -65,9 +76,12 @@ print(total)
 
 # sphinx_gallery_parallel = False
 # sphinx_gallery_start_ignore
+import sys
+
 from xnnguide.recipe_checks import facts
 
 facts.record("total", total)
+facts.record("torch_preloaded", "torch" in sys.modules)
 # sphinx_gallery_end_ignore
 '''
 
@@ -112,11 +126,42 @@ def make_site(folder: Path) -> Path:
     return root
 
 
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], Path]) -> Path:
+    """The site ``make(folder)`` builds in an empty *folder* and returns, built once per test run.
+
+    pytest-xdist runs the test files in several processes, and a session fixture runs once in each: the
+    first process to ask builds, under a file lock in the temporary folder all of them share, and the others
+    wait for it and reuse that build. What *make* raises, every process that asks raises too. Tests must
+    not change the site: one that edits files works on a :func:`copy_site` of it.
+    """
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # each worker's folder sits in this run's own
+    folder, done = shared / name, shared / f"{name}.built"
+    with FileLock(shared / f"{name}.lock"):
+        if not done.is_file():
+            shutil.rmtree(folder, ignore_errors=True)  # what a failed attempt left
+            folder.mkdir()
+            done.write_text(str(make(folder)))
+    return Path(done.read_text())
+
+
 def copy_site(built: Path, folder: Path) -> Path:
     """Copy an already built site, build outputs and gallery included."""
     root = folder / "site"
     shutil.copytree(built, root, symlinks=True)
     return root
+
+
+def make_and_build(folder: Path) -> Path:
+    """:func:`make_site` in *folder*, built; fails naming the build's output if the build fails."""
+    root = make_site(folder)
+    assert_built(build(root))
+    return root
+
+
+def assert_built(result: subprocess.CompletedProcess[str]) -> None:
+    assert result.returncode == 0, f"build failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
 
 
 def build(root: Path, env: dict[str, str] | None = None, args: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:

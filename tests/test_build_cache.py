@@ -9,6 +9,7 @@ sphinx-gallery's own list of what it ran (``_records/build.json``).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import xml.etree.ElementTree as ET
@@ -16,16 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from sitecopy import (build, build_summary, copy_site, executions, log_lines, make_site, records, run_record,
-                      touch_text)
+from sitecopy import (assert_built, build, build_summary, built_once, copy_site, executions, log_lines,
+                      make_and_build, records, run_record, touch_text)
 
 pytestmark = pytest.mark.build  # runs Sphinx builds; `make check` leaves it out
 
 BOTH = {"tiny_alpha", "tiny_beta"}
-
-
-def assert_built(result) -> None:
-    assert result.returncode == 0, f"build failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
 
 
 def ran(root: Path) -> dict[str, int]:
@@ -39,10 +36,8 @@ def ran(root: Path) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def built_copy(tmp_path_factory) -> Path:
-    """A copy of the site, built once from nothing."""
-    root = make_site(tmp_path_factory.mktemp("template"))
-    assert_built(build(root))
-    return root
+    """A copy of the site, built once from nothing; shared with other test files, so only read."""
+    return built_once(tmp_path_factory, "tiny-site", make_and_build)
 
 
 @pytest.fixture
@@ -77,6 +72,15 @@ def test_parallel_recipes_run_in_workers_with_their_hooks(built_copy):
         # joblib gives each worker its share of the cores for OpenMP, which torch obeys.
         share = max(1, (os.cpu_count() or 1) // summary["parallel"])
         assert f'"value": "{share}"' in facts, facts
+
+
+def test_recipes_that_never_import_torch_run_in_processes_that_did_not_import_it(built_copy):
+    # The forkserver each process of the build starts recipes from preloads torch, seconds of work in every
+    # process, only for a gallery whose recipes import it (xnnguide.site.isolation.preload). tiny_beta runs
+    # from the Sphinx process, tiny_alpha from a worker.
+    for recipe in BOTH:
+        recorded = json.loads((records(built_copy) / "facts" / f"{recipe}.json").read_text())
+        assert recorded["torch_preloaded"]["value"] is False, (recipe, recorded)
 
 
 def test_a_no_op_rebuild_and_a_prose_edit_run_no_recipe(site):

@@ -55,10 +55,11 @@ print(divide(1, 0))  # OWN
 '''
 
 
-def test_a_raising_recipe_is_one_summary_line_at_its_own_line_and_the_innermost_frame(tmp_path):
-    from sitecopy import build as build_site, make_site
+def test_a_raising_recipe_is_one_summary_line_at_its_own_line_and_the_innermost_frame(tmp_path_factory, tmp_path):
+    from sitecopy import build as build_site, built_once, copy_site, make_and_build
 
-    root = make_site(tmp_path)
+    # The tiny site other test files build too; only the new recipe runs.
+    root = copy_site(built_once(tmp_path_factory, "tiny-site", make_and_build), tmp_path)
     (root / "snippets" / "tiny_raising.py").write_text(RAISING)
     own, inner = (next(n for n, line in enumerate(RAISING.splitlines(), 1) if line.endswith(tag))
                   for tag in ("# OWN", "# INNER"))

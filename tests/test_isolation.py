@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import ROOT
 from sitecopy import build, build_summary, executions, make_site, run_record, touch_text
 from xnnguide.records import DEFAULT_BUDGET_GB, budget_gb
+from xnnguide.site import isolation
 
 pytestmark = pytest.mark.build  # runs Sphinx builds; `make check` leaves it out
 
@@ -138,3 +140,17 @@ def test_the_contributing_page_states_the_default_memory_budget():
     text = (root / "docs" / "contributing" / "index.md").read_text()
     assert "memory budget of {{ default_budget_gb }} GB" in text, "docs/contributing/index.md: the budget is typed"
     assert runpy.run_path(str(root / "conf.py"))["myst_substitutions"]["default_budget_gb"] == f"{DEFAULT_BUDGET_GB:g}"
+
+
+def test_the_forkserver_preloads_torch_when_the_gallerys_recipes_import_it(tmp_path):
+    # This site's recipes import torch: its build preloads it, so that no recipe's time budget pays for the
+    # import. The throwaway sites' recipes never do, and their builds do not pay for it.
+    site = {"src_dir": str(ROOT / "docs"), "examples_dirs": "../snippets"}
+    assert isolation.preload(site) == ["torch", "matplotlib.pyplot", "xnnguide.site.isolation"]
+    root = make_site(tmp_path)
+    tiny = {"src_dir": str(root / "docs"), "examples_dirs": "../snippets"}
+    assert isolation.preload(tiny) == ["matplotlib.pyplot", "xnnguide.site.isolation"]
+    # A helper module of the package that imports torch counts as the recipe's import.
+    (root / "snippets" / "tiny_delta.py").write_text("from xnnguide.recipe_checks import delegation\n")
+    isolation.recipes_import_torch.cache_clear()
+    assert isolation.preload(tiny)[0] == "torch"

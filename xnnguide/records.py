@@ -67,15 +67,22 @@ def source_digest(path: str | os.PathLike[str]) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def helper_modules(source: str | os.PathLike[str]) -> list[Path]:
-    """The files of this repository's ``xnnguide`` modules that a recipe imports."""
-    package = Path(__file__).resolve().parent
+def imported_names(source: str | os.PathLike[str]) -> set[str]:
+    """The dotted names a Python file imports absolutely: ``a.b`` for ``import a.b``, and ``a`` and ``a.b`` for
+    ``from a import b`` (*b* may be a module)."""
     names = set()
     for node in ast.walk(ast.parse(Path(source).read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.update([node.module, *(f"{node.module}.{alias.name}" for alias in node.names)])
+    return names
+
+
+def helper_modules(source: str | os.PathLike[str]) -> list[Path]:
+    """The files of this repository's ``xnnguide`` modules that a recipe imports."""
+    package = Path(__file__).resolve().parent
+    names = imported_names(source)
     candidates = [package.joinpath(*name.split(".")[1:]) for name in names if name.split(".")[0] == package.name]
     return sorted({path for candidate in candidates for path in (candidate.with_suffix(".py"),
                    candidate / "__init__.py", package / "__init__.py") if path.is_file()})

@@ -3,7 +3,7 @@
 In sphinx-gallery's own process, a recipe that hangs would hold the build, and one whose interpreter dies
 (a segfault in native code, an abort) would take the build down. :func:`generate_file_rst` wraps
 sphinx-gallery's function of that name: a recipe that has to run runs in a child process, started from a
-``forkserver`` that has imported torch once. The process that asked for the run watches it:
+``forkserver`` that has imported torch once (:func:`preload`). The process that asked for the run watches it:
 
 * **time**: the child stops itself at its time budget (:func:`faulthandler.dump_traceback_later`); it is
   killed 30 s later if that fails;
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import functools
 import linecache
 import multiprocessing
 import os
@@ -36,7 +37,7 @@ import psutil
 from sphinx_gallery import gen_rst
 from sphinx_gallery.utils import get_md5sum
 
-from xnnguide.records import shown
+from xnnguide.records import helper_modules, imported_names, recipe_files, shown
 from xnnguide.results import failure_line
 from xnnguide.site import recipes
 
@@ -44,6 +45,8 @@ from xnnguide.site import recipes
 GRACE_SECONDS = 30.0
 POLL_SECONDS = 0.2
 _FRAME = re.compile(r'^\s*File "(.+)", line (\d+) in (.+)$')
+#: The packages a recipe imports torch through, itself included.
+TORCH_PACKAGES = frozenset({"torch", "torchvision", "torchao", "executorch"})
 
 _original = gen_rst.generate_file_rst
 
@@ -68,7 +71,7 @@ def generate_file_rst(fname: str, target_dir: str, src_dir: str, gallery_conf: d
     env = dict(os.environ, **{recipes.IN_WORKER: "1" if recipes._in_worker() else "0"})
     payload = cloudpickle.dumps((args, env, sys.path, os.getcwd()))
     with tempfile.NamedTemporaryFile("w+", prefix="xnnguide-trace-", suffix=".txt") as trace:
-        outcome, elapsed, pid, peak = _watch(payload, trace.name, seconds, gb)
+        outcome, elapsed, pid, peak = _watch(payload, trace.name, seconds, gb, preload(gallery_conf))
         if not isinstance(outcome, str):
             recipes.add_to_run_record(gallery_conf, fname, peak_gb=round(peak / 1e9, 3))
             return outcome
@@ -99,20 +102,43 @@ def _failed(args: tuple[Any, ...], error: str, elapsed: float) -> Any:
     return intro, title, (elapsed, 0.0), out_vars
 
 
-def _context() -> Any:
+def preload(gallery_conf: dict[str, Any]) -> list[str]:
+    """The modules the forkserver imports once for all the recipes it starts, so that no recipe's time budget
+    is spent on importing them.
+
+    sphinx-gallery resets matplotlib before each recipe, and the child unpickles its work from this module:
+    every child needs both. torch takes seconds to import, in each process of the build that starts recipes
+    (the Sphinx process and every worker): it is preloaded when a recipe of the gallery imports it, as every
+    recipe of this site does, and left out for a gallery whose recipes never import it (the test suite's
+    throwaway sites).
+    """
+    snippets = (Path(gallery_conf["src_dir"]) / gallery_conf["examples_dirs"]).resolve()
+    return (["torch"] if recipes_import_torch(snippets) else []) + ["matplotlib.pyplot", __name__]
+
+
+@functools.cache
+def recipes_import_torch(snippets: Path) -> bool:
+    """Whether a recipe below *snippets*, or an ``xnnguide`` helper module it imports, imports torch or a
+    package of :data:`TORCH_PACKAGES`."""
+    return any(name.split(".")[0] in TORCH_PACKAGES
+               for source in recipe_files(snippets)
+               for path in [source, *helper_modules(source)]
+               for name in imported_names(path))
+
+
+def _context(preloaded: list[str]) -> Any:
     if multiprocessing.get_start_method(allow_none=True) not in (None, "fork", "spawn", "forkserver"):
         # A loky worker's own method, "loky", which a forkserver child cannot look up when it prepares itself.
         multiprocessing.set_start_method("forkserver", force=True)
     context = multiprocessing.get_context("forkserver")
-    # Recipes import torch, and sphinx-gallery resets matplotlib before each: the forkserver imports both once
-    # for all of them, so that a recipe's time budget is not spent on imports.
-    context.set_forkserver_preload(["torch", "matplotlib.pyplot", __name__])
+    # Takes effect when the process starts its forkserver, for its first recipe.
+    context.set_forkserver_preload(preloaded)
     return context
 
 
-def _watch(payload: bytes, trace: str, seconds: float, gb: float) -> tuple[Any, float, int, int]:
+def _watch(payload: bytes, trace: str, seconds: float, gb: float, preloaded: list[str]) -> tuple[Any, float, int, int]:
     """Run the child; its result, or why it was stopped, with its time, pid and peak memory."""
-    context = _context()
+    context = _context(preloaded)
     receive, send = context.Pipe(duplex=False)
     child = context.Process(target=_child, args=(payload, send, trace, seconds), name="xnnguide-recipe")
     started = time.monotonic()

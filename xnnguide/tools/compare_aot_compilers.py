@@ -14,6 +14,7 @@ for the AOT compiler page.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import subprocess
@@ -70,8 +71,13 @@ else:
 """
 
 
+@functools.cache
 def upstream_options() -> tuple[list[tuple[list[str], str]], str]:
-    """The example compiler's options (flags and help) read from its own parser, and its file."""
+    """The example compiler's options (flags and help) read from its own parser, and its file.
+
+    Read once per process: the interpreter it takes imports torch and executorch (seconds), and the installed
+    example does not change while a build or a test run goes on. Callers must not change the list.
+    """
     run = subprocess.run([sys.executable, "-c", _CAPTURE, UPSTREAM], capture_output=True, text=True)
     if run.returncode != 0:
         raise RuntimeError(f"cannot read the options of {UPSTREAM}: {(run.stderr.strip().splitlines() or ['?'])[-1]}")
