@@ -37,6 +37,7 @@ import psutil
 from sphinx_gallery import gen_rst
 from sphinx_gallery.utils import get_md5sum
 
+from xnnguide import quiet
 from xnnguide.records import helper_modules, imported_names, recipe_files, shown
 from xnnguide.results import failure_line
 from xnnguide.site import recipes
@@ -166,6 +167,8 @@ def _watch(payload: bytes, trace: str, seconds: float, gb: float, preloaded: lis
         child.kill()
         break
     child.join()
+    quiet.unregister(child.pid)
+    quiet.continue_paused_by(child.pid)  # what it stopped, if it died holding the machine
     elapsed = round(time.monotonic() - started, 3)
     if result is not None:
         return cloudpickle.loads(result), elapsed, child.pid, peak
@@ -200,6 +203,7 @@ def _child(payload: bytes, send: Any, trace: str, seconds: float) -> None:
     args, env, path, cwd = cloudpickle.loads(payload)
     os.environ.clear()
     os.environ.update(env)
+    quiet.register()  # a recipe that times something may stop this one for a moment (xnnguide.quiet)
     sys.path[:] = path
     os.chdir(cwd)
     out = open(trace, "w")  # noqa: SIM115 - open until the process ends

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -34,7 +35,7 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 from sphinx_gallery import gen_rst
 
-from xnnguide import environment, reader_code, shards
+from xnnguide import environment, quiet, reader_code, shards
 from xnnguide.recipe_checks import facts
 from xnnguide.records import (DEFAULT_BUDGET_GB, DEFAULT_BUDGET_SECONDS, budget_gb, budget_seconds, dependency_key,
                               find_recipe, listed_order, load_run_record, quote_recorded, recipe_files, recorded_texts,
@@ -386,6 +387,8 @@ def _start_build(app: Sphinx) -> None:
     executions log is emptied: it lists this build's runs only.
     """
     os.environ[_BUILD_PID] = str(os.getpid())
+    # One quiet folder per build, for the recipes that hold the machine while they time (xnnguide.quiet).
+    os.environ[quiet.ENV] = tempfile.mkdtemp(prefix="xnnguide-quiet-")
     os.environ[_BUILD_ID] = uuid.uuid4().hex
     os.environ[_DEFAULT_SECONDS] = str(float(app.config.xnnguide_default_budget_seconds))
     os.environ[_DEFAULT_GB] = str(float(app.config.xnnguide_default_budget_gb))
