@@ -1,4 +1,5 @@
-"""Recipes that time things run alone, never beside another recipe; long ones start first."""
+"""Recipes that time things run alone, or stop the recipes beside them while they time (xnnguide.quiet);
+long ones start first."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 from sphinx_gallery.py_source_parser import split_code_and_text_blocks
 
 from conftest import GALLERY, SNIPPETS
+from xnnguide.recipe_checks import facts
 from xnnguide.records import load_run_record, recipe_files
 from xnnguide.site.recipes import _install_execution_order, _start_long_recipes_first, starts_early
 
@@ -23,10 +25,22 @@ def _times_something(source) -> bool:
         if isinstance(node, ast.Attribute) and ast.unparse(node) == "torch.utils.benchmark":
             return True
         if isinstance(node, (ast.For, ast.While)) and any(
-            isinstance(inner, ast.Attribute) and inner.attr == "perf_counter" for inner in ast.walk(node)
+            isinstance(inner, ast.Attribute) and (inner.attr == "perf_counter" or _runner_timestamp(inner))
+            for inner in ast.walk(node)
         ):
             return True
     return False
+
+
+def _runner_timestamp(node: ast.Attribute) -> bool:
+    # The timestamps of ExecuTorch's runner Stats: first_token_ms, inference_end_ms, ...
+    return node.attr.endswith("_ms")
+
+
+def _holds_the_machine(source) -> bool:
+    """Whether the recipe calls ``quiet.hold()`` (in a hidden block, around its timing code)."""
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    return any(isinstance(node, ast.Call) and ast.unparse(node.func) == "quiet.hold" for node in ast.walk(tree))
 
 
 TIMING_RECIPES = sorted(source for source in recipe_files(SNIPPETS) if _times_something(source))
@@ -37,21 +51,34 @@ def test_the_benchmark_is_among_the_timing_recipes():
     assert "benchmark_xnnpack_speedup" in timing and "lower_mobilenet_v2_fp32" in timing, timing
 
 
-@pytest.mark.parametrize("source", TIMING_RECIPES, ids=lambda path: path.name)
-def test_a_recipe_that_measures_speed_opts_out_of_parallel_runs(source):
+def _runs_alone(source) -> bool:
     # sphinx-gallery's own parser, so the test reads the setting as the build does.
-    file_conf = split_code_and_text_blocks(str(source), return_node=True)[0]
-    assert file_conf.get("parallel") is False, (
-        f"{source.name} times repeated calls: add `# sphinx_gallery_parallel = False`")
+    return split_code_and_text_blocks(str(source), return_node=True)[0].get("parallel") is False
+
+
+def test_the_language_model_recipes_are_timing_recipes_that_hold_the_machine():
+    holding = [source.stem for source in TIMING_RECIPES if _holds_the_machine(source)]
+    assert holding == ["export_a_llama_with_export_llm", "export_char_llm_with_kv_cache"], holding
+
+
+@pytest.mark.parametrize("source", TIMING_RECIPES, ids=lambda path: path.name)
+def test_a_recipe_that_measures_speed_runs_alone_or_holds_the_machine(source):
+    assert _runs_alone(source) != _holds_the_machine(source), (
+        f"{source.name} times repeated calls: add `# sphinx_gallery_parallel = False`, or hold the machine "
+        "around the timing code with xnnguide.quiet.hold() (not both)")
 
 
 @pytest.mark.build
 @pytest.mark.parametrize("source", TIMING_RECIPES, ids=lambda path: path.name)
-def test_timing_recipes_ran_in_the_sphinx_process(built_site, source):
-    # Serial recipes run in the Sphinx process itself, before any worker starts.
+def test_timing_recipes_ran_alone_or_timed_with_the_machine_held(built_site, source):
+    # Serial recipes run in the Sphinx process itself, before any worker starts; the others record their hold.
     record = load_run_record(GALLERY, source.stem)
     assert record is not None, f"{source.name} never ran"
-    assert record.get("worker") is False, f"{source.name} ran in a worker process, beside other recipes"
+    if _runs_alone(source):
+        assert record.get("worker") is False, f"{source.name} ran in a worker process, beside other recipes"
+    else:
+        hold = facts.load(GALLERY / "_records" / "facts" / f"{source.stem}.json").get("timing_hold")
+        assert hold and hold["value"]["in_build"] and hold["value"]["seconds"] > 0, (source.name, hold)
 
 
 # -- the order in which worker processes get the recipes ----------------------------
@@ -60,8 +87,8 @@ EARLY_RECIPES = sorted(source.stem for source in recipe_files(SNIPPETS) if start
 
 
 def test_the_long_parallel_recipes_declare_that_they_start_early():
-    assert EARLY_RECIPES == ["compile_with_the_aot_compiler", "quantize_mobilenet_v2_int8_static",
-                             "verify_operator_support"]
+    assert EARLY_RECIPES == ["compile_with_the_aot_compiler", "export_a_llama_with_export_llm",
+                             "quantize_mobilenet_v2_int8_static", "verify_operator_support"]
 
 
 def test_starts_early_reads_only_the_exact_declaration(tmp_path):
