@@ -68,3 +68,19 @@ def test_the_two_llm_recipes_learn_the_same_text(built_site):
     official = facts.load(GALLERY / "_records" / "facts" / "export_a_llama_with_export_llm.json")
     by_hand = facts.load(GALLERY / "_records" / "facts" / "export_char_llm_with_kv_cache.json")
     assert official["modules"]["value"] == by_hand["modules"]["value"]
+
+
+def training_loop(source: Path) -> str:
+    """The lines of a recipe's training loop: from ``for step in range(STEPS):`` to ``schedule.step()``."""
+    text = source.read_text(encoding="utf-8")
+    start = text.index("for step in range(STEPS):")
+    return text[start : text.index("    schedule.step()\n", start)]
+
+
+def test_the_two_llm_recipes_train_with_the_same_loop():
+    # Each download must run alone, so each recipe keeps its own copy; the copies must not drift apart, or the
+    # comparison table of the language-model page would compare two ways of training as well as two models.
+    snippets = ROOT / "snippets" / "llm"
+    official = training_loop(snippets / "export_a_llama_with_export_llm.py")
+    by_hand = training_loop(snippets / "export_char_llm_with_kv_cache.py")
+    assert official.replace("train_ids", "train_data") == by_hand

@@ -101,12 +101,12 @@ print(f"{sum(p.numel() for p in model.parameters()):,} parameters, trained in {t
 # Export from the command line
 # ----------------------------
 # The commands a reader types, started from Python so that the build runs
-# them, both at once: ``base.*`` names the model class and its files,
-# ``model.*`` asks for the KV cache and for the custom SDPA operator that
-# updates it in place, ``export.max_seq_length`` bounds the context,
-# ``backend.xnnpack.enabled`` delegates to XNNPACK, and ``quantization.*``
-# makes the second program ``8da4w``: linear layers in int8 dynamic
-# activations and int4 weights in groups of ``group_size``. An
+# them, both at once and in the background. ``base.*`` names the model
+# class and its files, ``model.*`` asks for the KV cache and for the custom
+# SDPA operator that updates it in place, ``export.max_seq_length`` bounds
+# the context, ``backend.xnnpack.enabled`` delegates to XNNPACK, and
+# ``quantization.*`` makes the second program ``8da4w``: linear layers in
+# int8 dynamic activations and int4 weights in groups of ``group_size``. An
 # ``export.output_name`` without ``.pte`` goes to ``export.output_dir``,
 # here the default, the working directory. The exporter is a Hydra
 # application: without the two ``hydra.*`` options it writes Hydra's
@@ -125,14 +125,14 @@ common = [
     f"export.max_seq_length={CONTEXT}", f"export.max_context_length={CONTEXT}",
     "backend.xnnpack.enabled=true", "hydra.output_subdir=null",
 ]
-commands = {
+scheme_options = {
     "fp32": [],
     "8da4w": ["quantization.qmode=8da4w", "quantization.group_size=32"],
 }
 commands = {
     name: [sys.executable, "-m", "executorch.extension.llm.export.export_llm", *common, *options,
            f"export.output_name=tiny_llama_{name}", f"hydra.run.dir=logs/{name}"]
-    for name, options in commands.items()
+    for name, options in scheme_options.items()
 }
 
 
@@ -140,13 +140,10 @@ def run_in_work(command):
     return subprocess.run(command, cwd=work, capture_output=True, text=True)
 
 
+# One process per command, started now; the next section waits for them.
 started = time.perf_counter()
-with ThreadPoolExecutor() as pool:  # one process per export, at the same time
-    finished = dict(zip(commands, pool.map(run_in_work, commands.values())))
-export_seconds = time.perf_counter() - started
-for name, result in finished.items():
-    if result.returncode != 0:
-        sys.exit(f"export_llm {name} failed: {result.stderr.strip().splitlines()[-1]}")
+pool = ThreadPoolExecutor()
+running = {name: pool.submit(run_in_work, command) for name, command in commands.items()}
 programs = {name: str(work / f"tiny_llama_{name}.pte") for name in commands}
 # [end official_cli]
 
@@ -154,11 +151,12 @@ programs = {name: str(work / f"tiny_llama_{name}.pte") for name in commands}
 # Export from Python, without the custom operator
 # -----------------------------------------------
 # The same options as an ``LlmConfig``, for ``export_llama``, which returns
-# the path it wrote. ``base.model_class`` takes the ``ModelType`` enum, not
-# its name. This program leaves the
-# custom SDPA operator out: the cache update and the attention become
-# ordinary operators, so the program runs without the ``custom_ops``
-# import. The sections below run it beside the other two.
+# the path it wrote; ``base.model_class`` takes the ``ModelType`` enum, not
+# its name. This program leaves the custom SDPA operator out: the cache
+# update and the attention become ordinary operators, so the program runs
+# without the ``custom_ops`` import. It is exported while the two commands
+# run, and then the recipe waits for them. The sections below run the three
+# programs side by side.
 
 # [start official_python]
 from executorch.examples.models.llama.export_llama_lib import export_llama
@@ -175,6 +173,11 @@ config.export.output_dir = str(work)
 config.export.output_name = "tiny_llama_no_custom_sdpa"
 config.backend.xnnpack.enabled = True
 programs["fp32, no custom SDPA"] = export_llama(config)
+
+for name, export in running.items():  # the two commands of the last section
+    if export.result().returncode != 0:
+        sys.exit(f"export_llm {name} failed: {export.result().stderr.strip().splitlines()[-1]}")
+export_seconds = time.perf_counter() - started
 print(programs)
 # [end official_python]
 
@@ -465,6 +468,7 @@ facts.record("context", CONTEXT)
 facts.record("training_seconds", training_seconds, f"{training_seconds:.0f} s")
 facts.record("commands", commands, "\n".join(shlex.join(["python", *command[1:]]) for command in commands.values()))
 facts.record("export_seconds", export_seconds, f"{export_seconds:.0f} s")
+pool.shutdown()
 for name, size in sizes.items():
     facts.record(f"size_{fact_key(name)}", size, f"{size / 1024:,.0f} KiB")
 facts.record("prompt", prompt, repr(prompt))
