@@ -41,9 +41,9 @@ $(ENV_STAMP):
 	@echo ">> creating $(VENV) from requirements.txt (first run takes a few minutes)"
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
-	@# --no-compile: pip would byte-compile every module of every package, a third of the install's time
-	@# (146 s with it, 100 s without, measured here); Python compiles the modules a process imports, once.
-	$(BIN)/pip install --disable-pip-version-check --progress-bar off --no-compile -r requirements.txt
+	@# pip byte-compiles every module, a third of the install's time; it stays, because these machines set
+	@# PYTHONDONTWRITEBYTECODE=1: without pip's .pyc files, every process would compile what it imports.
+	$(BIN)/pip install --disable-pip-version-check --progress-bar off -r requirements.txt
 	touch $@
 
 # A shard build (SHARD=k/N) runs shard k's recipes only and writes no page:

@@ -60,6 +60,16 @@ def test_every_option_of_ours_in_the_table_is_one_our_compiler_takes():
     assert len(named) >= 5 and set(named) <= ours, set(named) - ours
 
 
+def test_the_group_sizes_in_the_table_are_those_our_8da4w_uses():
+    import inspect
+
+    from xnnguide.tools.quantization import quantize_8da4w
+
+    group_size = inspect.signature(quantize_8da4w).parameters["group_size"].default
+    (row,) = [theirs for ours, theirs in mapping_rows(AOT_PAGE.read_text(encoding="utf-8")) if "--quantize 8da4w" in ours]
+    assert f"quantization.group_size={group_size}`" in row and f"quantization.embedding_quantize=4,{group_size}`" in row
+
+
 @pytest.mark.build
 def test_the_two_llm_recipes_learn_the_same_text(built_site):
     from conftest import GALLERY
