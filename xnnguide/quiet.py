@@ -28,6 +28,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import psutil
 
@@ -85,6 +86,7 @@ class Hold:
     path: Path | None
     stopped: list[int] = field(default_factory=list)
     in_build: bool = False
+    lock: IO[str] | None = field(default=None, repr=False)  # the exclusive lock, held until release()
     started: float = field(default_factory=time.monotonic)
     seconds: float = 0.0
 
@@ -93,8 +95,8 @@ class Hold:
         if self.path is not None:
             _continue(self.stopped)
             (self.path / "paused" / str(os.getpid())).unlink(missing_ok=True)
-            fcntl.flock(self._lock, fcntl.LOCK_UN)
-            self._lock.close()
+            fcntl.flock(self.lock, fcntl.LOCK_UN)
+            self.lock.close()
             self.path = None
         self.seconds = time.monotonic() - self.started
         return self.seconds
@@ -122,9 +124,7 @@ def hold() -> Hold:
             unregister(pgid)
     (path / "paused" / str(os.getpid())).write_text(" ".join(map(str, stopped)))
     _settle(stopped)
-    held = Hold(path, stopped, in_build=True)
-    held._lock = lock  # type: ignore[attr-defined]
-    return held
+    return Hold(path, stopped, in_build=True, lock=lock)
 
 
 def members(pgid: int) -> list[psutil.Process]:

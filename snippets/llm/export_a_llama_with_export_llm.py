@@ -176,8 +176,9 @@ config.backend.xnnpack.enabled = True
 programs["fp32, no custom SDPA"] = export_llama(config)
 
 for name, export in running.items():  # the two commands of the last section
-    if export.result().returncode != 0:
-        sys.exit(f"export_llm {name} failed: {export.result().stderr.strip().splitlines()[-1]}")
+    result = export.result()
+    if result.returncode != 0:
+        sys.exit(f"export_llm {name} failed: {result.stderr.strip().splitlines()[-1]}")
 export_seconds = time.perf_counter() - started
 print(programs)
 # [end official_python]
@@ -328,7 +329,8 @@ from executorch.examples.models.llama.export_llama_lib import _get_output_filena
 
 named = copy.deepcopy(config)
 named.export.output_name = "tiny_llama.pte"
-print(_get_output_filename(named, "llama3_2", named.export.output_dir, None))
+output_name_path = _get_output_filename(named, "llama3_2", named.export.output_dir, None)
+print(output_name_path)
 # [end pitfall_output_name]
 
 # %%
@@ -438,7 +440,6 @@ assert missing_op.returncode != 0 and without_op.returncode == 0, (missing_op.st
 missing_ops = sorted({line.split("] ")[-1].split()[-1] for line in missing_op.stderr.splitlines() if "Missing operator" in line})
 assert "llama::custom_sdpa.out" in missing_ops, missing_ops
 raised_line = missing_op.stderr.strip().splitlines()[-1]
-output_name_path = _get_output_filename(named, "llama3_2", named.export.output_dir, None)
 assert output_name_path == "tiny_llama.pte", output_name_path
 assert pathlib.Path(programs["fp32, no custom SDPA"]).resolve().parent == work.resolve(), programs
 # The runner keeps its cache and position between calls: without reset() the same prompt continues the last text.
@@ -455,6 +456,7 @@ assert failed.returncode != 0 and "got multiple values for keyword argument 'max
 assert any(name.startswith("outputs/") for name in left_behind), left_behind
 assert abs(defaults.temperature - 0.8) < 1e-6 and defaults.echo is True, defaults
 assert sampled.startswith(prompt), sampled
+
 
 def fact_key(name):
     return name.replace(", no custom SDPA", "_no_custom_sdpa")
