@@ -3,6 +3,7 @@ two LLM recipes, which holds only if both learn the same text."""
 
 from __future__ import annotations
 
+import inspect
 import re
 from pathlib import Path
 
@@ -61,8 +62,6 @@ def test_every_option_of_ours_in_the_table_is_one_our_compiler_takes():
 
 
 def test_the_group_sizes_in_the_table_are_those_our_8da4w_uses():
-    import inspect
-
     from xnnguide.tools.quantization import quantize_8da4w
 
     group_size = inspect.signature(quantize_8da4w).parameters["group_size"].default
