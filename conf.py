@@ -72,9 +72,9 @@ sphinx_gallery_conf = {
     "subsection_order": ["../snippets/lowering", "../snippets/quantization", "../snippets/llm",
                          "../snippets/performance", "../snippets/troubleshooting"],
     "within_subsection_order": "xnnguide.site.recipes.RecipeOrder",
-    # Recipes run side by side in worker processes, one per core, at most 4 to bound the build's memory;
-    # xnnguide.site.recipes gives each worker its share of threads. A recipe that measures speed opts out
-    # with `# sphinx_gallery_parallel = False`: it then runs first, alone.
+    # Recipes run side by side, one per core, at most 4 to bound the build's memory, in one pool for the whole
+    # gallery (xnnguide.site.pool), each with its share of threads. A recipe that measures speed opts out
+    # with `# sphinx_gallery_parallel = False`: it then runs alone.
     "parallel": min(os.cpu_count() or 1, 4),
 }
 

@@ -1,17 +1,20 @@
 """Recipes that time things run alone, or stop the recipes beside them while they time (xnnguide.quiet);
-long ones start first."""
+the build's pool starts them in its order (xnnguide.site.pool)."""
 
 from __future__ import annotations
 
 import ast
+import datetime as dt
+from pathlib import Path
 
 import pytest
 from sphinx_gallery.py_source_parser import split_code_and_text_blocks
 
 from conftest import GALLERY, SNIPPETS
 from xnnguide.recipe_checks import facts
-from xnnguide.records import load_run_record, recipe_files
-from xnnguide.site.recipes import _install_execution_order, _start_long_recipes_first, starts_early
+from xnnguide.records import load_run_record, recipe_files, records_dir
+from xnnguide.site import pool
+from xnnguide.site.pool import Job, next_job, starts_early
 
 
 def _times_something(source) -> bool:
@@ -69,26 +72,42 @@ def test_a_recipe_that_measures_speed_runs_alone_or_holds_the_machine(source):
         "around the timing code with xnnguide.quiet.hold() (not both)")
 
 
+def _recipe_intervals() -> dict[str, tuple[float, float]]:
+    """When each recipe of the last build ran: from its hook's start line and its run record's seconds."""
+    intervals = {}
+    for line in (records_dir(GALLERY) / "executions.log").read_text().splitlines():
+        name, _, started, _ = line.split("\t")
+        start = dt.datetime.fromisoformat(started).timestamp()
+        intervals[name] = (start, start + load_run_record(GALLERY, name)["seconds"])
+    return intervals
+
+
 @pytest.mark.build
 @pytest.mark.parametrize("source", TIMING_RECIPES, ids=lambda path: path.name)
 def test_timing_recipes_ran_alone_or_timed_with_the_machine_held(built_site, source):
-    # Serial recipes run in the Sphinx process itself, before any worker starts; the others record their hold.
+    # A serial recipe ran with no other recipe running; the others record their hold.
     record = load_run_record(GALLERY, source.stem)
     assert record is not None, f"{source.name} never ran"
     if _runs_alone(source):
-        assert record.get("worker") is False, f"{source.name} ran in a worker process, beside other recipes"
+        assert record.get("worker") is False, f"{source.name} ran with a share of the threads, beside other recipes"
+        intervals = _recipe_intervals()
+        start, end = intervals[source.stem]
+        beside = [name for name, (other_start, other_end) in intervals.items()
+                  if name != source.stem and other_start < end - 0.01 and other_end > start + 0.01]
+        assert not beside, f"{source.name} ran while {beside} ran"
     else:
         hold = facts.load(GALLERY / "_records" / "facts" / f"{source.stem}.json").get("timing_hold")
         assert hold and hold["value"]["in_build"] and hold["value"]["seconds"] > 0, (source.name, hold)
 
 
-# -- the order in which worker processes get the recipes ----------------------------
+# -- the order in which the build's pool starts the recipes ----------------------------
 
 EARLY_RECIPES = sorted(source.stem for source in recipe_files(SNIPPETS) if starts_early(source))
 
 
 def test_the_long_parallel_recipes_declare_that_they_start_early():
     assert EARLY_RECIPES == ["compile_with_the_aot_compiler", "export_a_llama_with_export_llm",
+                             "export_char_llm_with_kv_cache", "export_with_xnnpack_recipe_types",
                              "quantize_mobilenet_v2_int8_static", "verify_operator_support"]
 
 
@@ -106,25 +125,66 @@ def test_starts_early_reads_only_the_exact_declaration(tmp_path):
         assert starts_early(recipe) is expected, text
 
 
-def test_declared_recipes_go_to_the_workers_first_in_gallery_order(tmp_path):
-    names = ["a_short.py", "b_long.py", "c_serial.py", "d_short.py", "e_long.py"]
-    for name in names:
-        early = name.split("_")[1] == "long.py"
-        (tmp_path / name).write_text("# xnnguide_start_early = True\n" if early else "x = 1\n")
-
-    def split(listdir, src_dir, gallery_conf):  # stands in for sphinx-gallery's own
-        return [n for n in listdir if "serial" in n], [n for n in listdir if "serial" not in n]
-
-    serial, parallel = _start_long_recipes_first(split)(names, tmp_path, {})
-    assert serial == ["c_serial.py"]
-    assert parallel == ["b_long.py", "e_long.py", "a_short.py", "d_short.py"]
+def _jobs(*specs: str) -> list[Job]:
+    """Jobs from specs such as ``"b alone"``, ``"c early"``, ``"d after=b"``, in gallery order."""
+    jobs: dict[str, Job] = {}
+    for position, spec in enumerate(specs):
+        name, *flags = spec.split()
+        after = frozenset(jobs[other].source for flag in flags if flag.startswith("after=")
+                          for other in flag[len("after="):].split(","))
+        jobs[name] = Job(Path(f"{name}.py"), (f"{name}.py", "", "", {}), alone="alone" in flags,
+                         early="early" in flags, after=after, position=position)
+    return list(jobs.values())
 
 
-def test_the_extension_wraps_sphinx_gallerys_split_once():
-    from sphinx_gallery import gen_rst
+def _replay(jobs: list[Job], slots: int = 2) -> list[list[str]]:
+    """What *slots* slots start, round by round, when every round's jobs end together."""
+    pending, ended, rounds = list(jobs), set(), []
+    while pending:
+        running: list[Job] = []
+        while len(running) < slots and (job := next_job(pending, running, ended)) is not None:
+            pending.remove(job)
+            running.append(job)
+        rounds.append([job.name for job in running])
+        ended |= {job.source for job in running}
+    return rounds
 
-    _install_execution_order()
-    wrapped = gen_rst._split_parallel
-    assert getattr(wrapped, "xnnguide_wrapped", False)
-    _install_execution_order()
-    assert gen_rst._split_parallel is wrapped, "wrapped twice"
+
+def test_the_pool_runs_a_recipe_alone_first_then_the_early_ones_in_gallery_order():
+    jobs = _jobs("a", "b early", "c alone", "d", "e early", "f alone")
+    assert _replay(jobs) == [["c"], ["f"], ["b", "e"], ["a", "d"]]
+
+
+def test_a_recipe_starts_after_the_recipes_whose_files_it_reads():
+    jobs = _jobs("a", "b after=a", "c", "d")
+    assert _replay(jobs) == [["a", "c"], ["b", "d"]]
+
+
+def test_a_recipe_that_runs_alone_and_waits_starts_when_nothing_runs():
+    # It cannot start at once, and waiting for the machine to empty would leave cores idle: the others go on
+    # starting, and it starts when nothing runs, at the latest after the last of them.
+    jobs = _jobs("a early", "b alone after=a", "c", "d")
+    a, b, c, d = jobs
+    assert next_job([b, c, d], [a], set()).name == "c"
+    assert next_job([b, d], [c], {a.source}).name == "d"
+    assert next_job([b], [d], {a.source, c.source}) is None
+    assert next_job([b], [], {a.source, c.source, d.source}).name == "b"
+    assert _replay(jobs) == [["a", "c"], ["b"], ["d"]]
+
+
+def test_recipes_that_wait_for_each_other_still_run():
+    jobs = _jobs("a", "b")
+    looped = [Job(job.source, job.args, job.alone, job.early, frozenset({other.source}), job.position)
+              for job, other in zip(jobs, reversed(jobs))]
+    assert _replay(looped) == [["a"], ["b"]]
+
+
+def test_the_extension_wraps_sphinx_gallery_once():
+    from sphinx_gallery import gen_gallery, gen_rst
+
+    pool.install()
+    wrapped = gen_gallery.generate_dir_rst, gen_rst._split_parallel
+    assert all(getattr(function, "xnnguide_wrapped", False) for function in wrapped)
+    assert gen_rst.generate_file_rst is pool.generate_file_rst
+    pool.install()
+    assert (gen_gallery.generate_dir_rst, gen_rst._split_parallel) == wrapped, "wrapped twice"

@@ -9,8 +9,8 @@ import pytest
 
 from conftest import GALLERY, ROOT, SNIPPETS
 from xnnguide.results import check_recipes
-from xnnguide.records import load_run_record, recipe_files, records_dir
-from xnnguide.site.recipes import starts_early
+from xnnguide.records import declared_files, load_run_record, recipe_files, records_dir
+from xnnguide.site.pool import starts_early
 
 pytestmark = pytest.mark.build
 
@@ -54,20 +54,22 @@ def test_every_recipe_ran_once_or_was_up_to_date(built_site):
         assert record and record["build_id"] == summary["build_id"], f"{name}: run record of another build"
 
 
-def test_recipes_declared_long_went_to_the_workers_first(built_site):
-    # sphinx-gallery runs the gallery one subsection (task folder) at a time;
-    # within each, the recipes that run alone come first, then the ones
-    # declared long, then the rest.
+def test_the_pool_started_the_recipes_in_its_order(built_site):
+    # One pool for the gallery (xnnguide.site.pool): the recipes that run alone and wait for nothing first, a
+    # recipe after the recipes whose files it reads, the ones declared long before the rest.
     _, summary = _last_build()
     order = summary["execution_order"]
     recipes = recipe_files(SNIPPETS)
     assert sorted(order) == sorted(source.stem for source in recipes), order
-    assert any(starts_early(source) for source in recipes), "no recipe declares xnnguide_start_early"
-    for folder in sorted({source.parent for source in recipes}):
-        here = [source for source in recipes if source.parent == folder]
-        segment = [name for name in order if name in {source.stem for source in here}]
-        serial = sorted(source.stem for source in here if "# sphinx_gallery_parallel = False" in source.read_text())
-        early = sorted(source.stem for source in here if starts_early(source))
-        assert sorted(segment[: len(serial)]) == serial, f"{folder.name}: serial recipes first: {segment}"
-        parallel = segment[len(serial):]
-        assert sorted(parallel[: len(early)]) == early, f"{folder.name}: worker order: {parallel}"
+    by_name = {source.stem: source for source in recipes}
+    needs = {name: {path.stem for path in declared_files(source) if path.suffix == ".py"}
+             for name, source in by_name.items()}
+    alone = [name for name in order if "# sphinx_gallery_parallel = False" in by_name[name].read_text()]
+    first = [name for name in alone if not needs[name]]
+    assert first and order[: len(first)] == first, f"the recipes that run alone came first: {order}"
+    for name, needed in needs.items():
+        for other in needed:
+            assert order.index(other) < order.index(name), f"{name} started before {other}, whose files it reads"
+    beside = [name for name in order if name not in alone and not needs[name]]
+    early = [name for name in beside if starts_early(by_name[name])]
+    assert early and beside[: len(early)] == early, f"the recipes declared long started first: {beside}"

@@ -518,4 +518,6 @@ for name in ("fp32", scheme):
     facts.record(f"decode_{key}", results[name][3], f"{results[name][3]:,.0f}")
 facts.record("timing_hold", held.record())
 # xnnguide_budget_seconds = 300
+# It trains a model for minutes, far longer than most recipes: it starts first, so the short ones fill the other core.
+# xnnguide_start_early = True
 # sphinx_gallery_end_ignore

@@ -302,6 +302,8 @@ assert per_channel_blocks == [[1, 512], [1, 64]], per_channel_blocks
 facts.record("per_channel_block_sizes", per_channel_blocks, ", ".join(f"{b}" for b in per_channel_blocks))
 facts.record("per_tensor_block_sizes", per_tensor_blocks, ", ".join(f"{b}" for b in per_tensor_blocks))
 # xnnguide_budget_seconds = 120
+# It exports one model with every recipe type, several times longer than most recipes: it starts first.
+# xnnguide_start_early = True
 # sphinx_gallery_end_ignore
 
 # %%

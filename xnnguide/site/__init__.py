@@ -1,8 +1,10 @@
 """The Sphinx side of the guide, one extension (``xnnguide.site`` in ``conf.py``).
 
+* :mod:`.pool`: every recipe the build has to run, in one pool across the gallery's folders, as soon as a
+  core is free;
 * :mod:`.isolation`: each recipe that runs, in a process of its own, stopped at its time or memory budget;
   a crash fails that recipe only;
-* :mod:`.recipes`: run records of the recipes sphinx-gallery runs, the build cache and the order of runs, the
+* :mod:`.recipes`: run records of the recipes sphinx-gallery runs, the build cache, thread limits, the
   facts, stamps and recipe times on pages, the gallery pages without region markers;
 * :mod:`.ledger`: the ``execution-ledger`` directive, what became of every code block (it runs the drift
   checker, :mod:`xnnguide.doccheck`);
@@ -19,12 +21,12 @@ from typing import Any
 
 from sphinx.application import Sphinx
 
-from xnnguide.site import isolation, ledger, navigation, recipes, summary
+from xnnguide.site import ledger, navigation, pool, recipes, summary
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
     recipes.register(app)
-    isolation.install()
+    pool.install()
     ledger.register(app)
     navigation.register(app)
     summary.register(app)

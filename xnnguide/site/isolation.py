@@ -19,6 +19,7 @@ says ``failed``, so the next build runs it again (:func:`xnnguide.records.stale_
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import faulthandler
 import functools
 import linecache
@@ -34,6 +35,7 @@ from typing import Any
 
 import cloudpickle
 import psutil
+from joblib._parallel_backends import ParallelBackendBase
 from sphinx_gallery import gen_rst
 from sphinx_gallery.utils import get_md5sum
 
@@ -52,32 +54,67 @@ TORCH_PACKAGES = frozenset({"torch", "torchvision", "torchao", "executorch"})
 _original = gen_rst.generate_file_rst
 
 
-def install() -> None:
-    """Make sphinx-gallery run recipes through :func:`generate_file_rst`: it calls it by its module's global
-    name, in the Sphinx process and, pickled by reference to this module, in its worker processes."""
-    gen_rst.generate_file_rst = generate_file_rst
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """How one recipe's child process ended."""
+
+    outcome: Any  # sphinx-gallery's result for the recipe, or (a str) why the child was stopped
+    elapsed: float
+    pid: int
+    peak: int  # bytes: the highest resident memory of the child and its own children
+    trace: str  # what faulthandler wrote: empty unless the child was stopped
+
+
+def must_run(fname: str, target_dir: str, src_dir: str, gallery_conf: dict[str, Any]) -> bool:
+    """Whether sphinx-gallery would execute this recipe now: it is executable and changed (or stale runs)."""
+    source = Path(os.path.normpath(Path(src_dir, fname)))
+    checksum = Path(target_dir, f"{fname}.md5")
+    current = checksum.is_file() and checksum.read_text() == get_md5sum(source, mode="t")
+    return not (current and not gallery_conf["run_stale_examples"]) and gen_rst.executable_script(source, gallery_conf)
+
+
+def run(args: tuple[str, str, str, dict[str, Any]], beside_others: bool) -> Run:
+    """Run sphinx-gallery's ``generate_file_rst(*args)`` in a watched child process.
+
+    *beside_others*: the recipe shares the cores with other recipes, and gets its share of threads (as in a
+    joblib worker, whose thread limits it gets too); otherwise it has the machine to itself. Raises
+    :class:`ValueError` for a recipe whose budgets do not parse.
+    """
+    fname, _, src_dir, gallery_conf = args
+    seconds, gb = recipes.budgets(Path(os.path.normpath(Path(src_dir, fname))))
+    env = dict(os.environ, **{recipes.IN_WORKER: "1" if beside_others else "0"})
+    if beside_others:
+        share = str(recipes.thread_share(gallery_conf))
+        env.update({name: os.environ.get(name, share) for name in ParallelBackendBase.MAX_NUM_THREADS_VARS})
+    payload = cloudpickle.dumps((args, env, sys.path, os.getcwd()))
+    recipes.execution_order.append(Path(fname).stem)
+    with tempfile.NamedTemporaryFile("w+", prefix="xnnguide-trace-", suffix=".txt") as trace:
+        outcome, elapsed, pid, peak = _watch(payload, trace.name, seconds, gb, preload(gallery_conf))
+        text = "" if not isinstance(outcome, str) else Path(trace.name).read_text(errors="replace")
+    return Run(outcome, elapsed, pid, peak, text)
 
 
 def generate_file_rst(fname: str, target_dir: str, src_dir: str, gallery_conf: dict[str, Any]) -> Any:
     """sphinx-gallery's ``generate_file_rst``, with the recipe run in a watched child process."""
-    args, source = (fname, target_dir, src_dir, gallery_conf), Path(os.path.normpath(Path(src_dir, fname)))
-    checksum = Path(target_dir, f"{fname}.md5")
-    current = checksum.is_file() and checksum.read_text() == get_md5sum(source, mode="t")
-    if (current and not gallery_conf["run_stale_examples"]) or not gen_rst.executable_script(source, gallery_conf):
+    args = (fname, target_dir, src_dir, gallery_conf)
+    if not must_run(*args):
         return _original(*args)
     try:
-        seconds, gb = recipes.budgets(source)
+        ran = run(args, recipes._in_worker())
     except ValueError as error:
-        return _failed(args, str(error), 0.0)
-    env = dict(os.environ, **{recipes.IN_WORKER: "1" if recipes._in_worker() else "0"})
-    payload = cloudpickle.dumps((args, env, sys.path, os.getcwd()))
-    with tempfile.NamedTemporaryFile("w+", prefix="xnnguide-trace-", suffix=".txt") as trace:
-        outcome, elapsed, pid, peak = _watch(payload, trace.name, seconds, gb, preload(gallery_conf))
-        if not isinstance(outcome, str):
-            recipes.add_to_run_record(gallery_conf, fname, peak_gb=round(peak / 1e9, 3))
-            return outcome
-        text = Path(trace.name).read_text(errors="replace")
-    frames = _recipe_thread(text, source)
+        return failed(args, str(error), 0.0)
+    return result(args, ran)
+
+
+def result(args: tuple[str, str, str, dict[str, Any]], ran: Run) -> Any:
+    """sphinx-gallery's result for a recipe that ran in a child: its own, or a failure naming the recipe's line
+    and why the child was stopped."""
+    fname, _, src_dir, gallery_conf = args
+    source = Path(os.path.normpath(Path(src_dir, fname)))
+    if not isinstance(ran.outcome, str):
+        recipes.add_to_run_record(gallery_conf, fname, peak_gb=round(ran.peak / 1e9, 3))
+        return ran.outcome
+    frames = _recipe_thread(ran.trace, source)
     # From the recipe's outermost frame on, as sphinx-gallery shows a traceback.
     first = next((index for index, (path, _, _) in enumerate(frames) if _same(path, source)), 0)
     trace_text = "".join(
@@ -87,15 +124,16 @@ def generate_file_rst(fname: str, target_dir: str, src_dir: str, gallery_conf: d
     # The recipe's own line, found as `make test` finds it in a traceback.
     line, raised = failure_line(trace_text, source, Path.cwd())
     inside = any(_same(path, source) for path, _, _ in frames)
-    message = outcome + (f" while at {linecache.getline(str(source), line).strip()}" if inside else "")
+    message = ran.outcome + (f" while at {linecache.getline(str(source), line).strip()}" if inside else "")
     print(f"{shown(source)}:{line}: recipe: {message}{raised}", file=sys.stderr, flush=True)
-    error = f"Traceback (most recent call last), from faulthandler in process {pid}:\n{trace_text}{message}"
-    recipes.write_run(gallery_conf, fname, seconds=elapsed, pid=pid, status="failed", error=error,
-                      budget_seconds=seconds, budget_gb=gb, peak_gb=round(peak / 1e9, 3))
-    return _failed(args, error, elapsed)
+    error = f"Traceback (most recent call last), from faulthandler in process {ran.pid}:\n{trace_text}{message}"
+    seconds, gb = recipes.budgets(source)
+    recipes.write_run(gallery_conf, fname, seconds=ran.elapsed, pid=ran.pid, status="failed", error=error,
+                      budget_seconds=seconds, budget_gb=gb, peak_gb=round(ran.peak / 1e9, 3))
+    return failed(args, error, ran.elapsed)
 
 
-def _failed(args: tuple[Any, ...], error: str, elapsed: float) -> Any:
+def failed(args: tuple[Any, ...], error: str, elapsed: float) -> Any:
     """sphinx-gallery's result for a recipe that failed; its page is written without outputs."""
     intro, title, _, out_vars = _original(*args[:3], {**args[3], "plot_gallery": False})
     out_vars.pop("passing", None)
@@ -125,6 +163,11 @@ def recipes_import_torch(snippets: Path) -> bool:
                for source in recipe_files(snippets)
                for path in [source, *helper_modules(source)]
                for name in imported_names(path))
+
+
+def prepare(gallery_conf: dict[str, Any]) -> None:
+    """Set up the forkserver that starts recipes, before threads start recipes from it (:mod:`.pool`)."""
+    _context(preload(gallery_conf))
 
 
 def _context(preloaded: list[str]) -> Any:

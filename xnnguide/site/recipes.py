@@ -7,15 +7,13 @@
   ``quoted-error``, ``fact-table``, ``fact-block``, ``generated-table``, ``recipe-times`` and
   ``verified-stamp``, which every gallery page gets, with its region markers taken out.
 * a cache that knows a recipe's dependencies (:func:`stale_reason`), a time and a memory budget per recipe
-  (:func:`budgets`, enforced by :mod:`.isolation`), thread limits for recipes that run side by side in worker
-  processes, and an order that starts the recipes declared long first (:func:`starts_early`), so that the
-  short ones fill the other cores around them instead of leaving one core idle at the end.
+  (:func:`budgets`, enforced by :mod:`.isolation`), and thread limits for recipes that run side by side
+  (:func:`thread_share`; :mod:`.pool` decides which do).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import functools
 import importlib
 import json
 import os
@@ -30,10 +28,8 @@ from typing import Any
 from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.application import Sphinx
-from sphinx.errors import ExtensionError
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
-from sphinx_gallery import gen_rst
 
 from xnnguide import environment, quiet, reader_code, shards
 from xnnguide.recipe_checks import facts
@@ -74,48 +70,8 @@ def _records(gallery_conf: dict[str, Any]) -> Path:
     return records_dir(Path(gallery_conf["src_dir"]) / gallery_conf["gallery_dirs"])
 
 
-_START_EARLY = re.compile(r"^\s*#\s*xnnguide_start_early\s*=\s*True\s*$", re.MULTILINE)
-
-
-def starts_early(source: str | os.PathLike[str]) -> bool:
-    """Whether a recipe asks to start before the other recipes that run in parallel: ``# xnnguide_start_early = True``.
-
-    sphinx-gallery hands recipes to its workers in gallery order; a recipe several times longer than the others
-    that comes late would run on alone long after them, the other cores idle. Declared recipes go to the workers
-    first, in gallery order; the gallery's pages and index keep their order.
-    """
-    return bool(_START_EARLY.search(Path(source).read_text(encoding="utf-8")))
-
-
-#: The order in which this build's gallery went through its recipes.
-_execution_order: list[str] = []
-
-
-def _start_long_recipes_first(split: Any) -> Any:
-    """Wrap sphinx-gallery's split of recipes into serial and parallel ones."""
-
-    @functools.wraps(split)
-    def split_parallel(listdir: list[str], src_dir: Any, gallery_conf: dict[str, Any]) -> Any:
-        serial, parallel = split(listdir, src_dir, gallery_conf)
-        # sorted() is stable: each group keeps the gallery order.
-        parallel = sorted(parallel, key=lambda name: not starts_early(Path(src_dir, name)))
-        # Called once per gallery subsection: the build's order is their concatenation.
-        _execution_order.extend(Path(name).stem for name in [*serial, *parallel])
-        return serial, parallel
-
-    split_parallel.xnnguide_wrapped = True  # type: ignore[attr-defined]
-    return split_parallel
-
-
-def _install_execution_order() -> None:
-    split = getattr(gen_rst, "_split_parallel", None)
-    if split is None:
-        raise ExtensionError(
-            "xnnguide.site.recipes: sphinx_gallery.gen_rst._split_parallel is gone from this "
-            "sphinx-gallery; the start-early order of recipes (xnnguide_start_early) needs it"
-        )
-    if not getattr(split, "xnnguide_wrapped", False):
-        gen_rst._split_parallel = _start_long_recipes_first(split)
+#: The recipes this build ran, in the order they started (:func:`xnnguide.site.isolation.run` adds each).
+execution_order: list[str] = []
 
 
 class RecipeOrder:
@@ -140,6 +96,11 @@ def _in_worker() -> bool:
     return os.environ.get(_BUILD_PID, str(os.getpid())) != str(os.getpid())
 
 
+def thread_share(gallery_conf: dict[str, Any]) -> int:
+    """The threads of a recipe that runs beside others: its share of the cores."""
+    return max(1, (os.cpu_count() or 1) // int(gallery_conf.get("parallel") or 1))
+
+
 def _limit_threads(gallery_conf: dict[str, Any], source: Path) -> None:
     """Keep recipes that run side by side from oversubscribing the cores.
 
@@ -150,7 +111,7 @@ def _limit_threads(gallery_conf: dict[str, Any], source: Path) -> None:
     program: a loaded XNNPACK program may still use the pool that a reset replaces.
     """
     cores, in_worker = os.cpu_count() or 1, _in_worker()
-    threads = max(1, cores // int(gallery_conf.get("parallel") or 1)) if in_worker else cores
+    threads = thread_share(gallery_conf) if in_worker else cores
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(threads)
     loaded = "executorch.extension.pybindings._C" in sys.modules
@@ -393,7 +354,7 @@ def _start_build(app: Sphinx) -> None:
     os.environ[_DEFAULT_SECONDS] = str(float(app.config.xnnguide_default_budget_seconds))
     os.environ[_DEFAULT_GB] = str(float(app.config.xnnguide_default_budget_gb))
     _build_started[:] = [time.perf_counter()]
-    _execution_order.clear()
+    execution_order.clear()
     gallery, snippets = _gallery(app), Path(app.confdir) / "snippets"
     if app.config.xnnguide_shard and app.builder.name == "html":
         # Only this shard's recipes are in the gallery (see xnnguide.shards).
@@ -438,8 +399,8 @@ def _finish_build(app: Sphinx) -> None:
         "skipped": [Path(src).stem for src in gallery_conf.get("stale_examples", [])],
         "gallery_seconds": round(time.perf_counter() - _build_started[0], 3),
         "parallel": gallery_conf.get("parallel"),
-        # Every recipe of the gallery, run or skipped, in the order it came up.
-        "execution_order": list(_execution_order),
+        # The recipes that ran, in the order they started (xnnguide.site.pool).
+        "execution_order": list(execution_order),
     }
     if app.builder.name == "html":  # like the executions log, it describes the HTML build
         (records_dir(gallery) / "build.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
@@ -470,7 +431,6 @@ def register(app: Sphinx) -> None:
     # `make html SHARD=k/N [SHARD_DIR=...]`: run shard k of N only, into that folder (xnnguide.shards).
     app.add_config_value("xnnguide_shard", "", "", str)
     app.add_config_value("xnnguide_shard_dir", "", "", str)
-    _install_execution_order()
     app.add_role("fact", FactRole())
     app.add_role("quoted-error", QuotedErrorRole())
     app.add_directive("fact-table", _directive(fact_table, caption=directives.unchanged))
