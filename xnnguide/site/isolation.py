@@ -87,7 +87,6 @@ def run(args: tuple[str, str, str, dict[str, Any]], beside_others: bool) -> Run:
         share = str(recipes.thread_share(gallery_conf))
         env.update({name: os.environ.get(name, share) for name in ParallelBackendBase.MAX_NUM_THREADS_VARS})
     payload = cloudpickle.dumps((args, env, sys.path, os.getcwd()))
-    recipes.execution_order.append(Path(fname).stem)
     with tempfile.NamedTemporaryFile("w+", prefix="xnnguide-trace-", suffix=".txt") as trace:
         outcome, elapsed, pid, peak = _watch(payload, trace.name, seconds, gb, preload(gallery_conf))
         text = "" if not isinstance(outcome, str) else Path(trace.name).read_text(errors="replace")
@@ -99,6 +98,7 @@ def generate_file_rst(fname: str, target_dir: str, src_dir: str, gallery_conf: d
     args = (fname, target_dir, src_dir, gallery_conf)
     if not must_run(*args):
         return _original(*args)
+    recipes.execution_order.append(Path(fname).stem)
     try:
         ran = run(args, recipes._in_worker())
     except ValueError as error:

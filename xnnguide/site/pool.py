@@ -99,6 +99,8 @@ class Pool:
                     self._changed.wait()
                 self._pending.remove(job)
                 self._running.append(job)
+                # Recorded here, under the lock: two slots that start at once would append in either order.
+                recipes.execution_order.append(job.name)
             try:
                 ran: isolation.Run | BaseException = isolation.run(job.args, beside_others=not job.alone)
             except BaseException as error:  # noqa: BLE001 - handed to the Sphinx process by take()

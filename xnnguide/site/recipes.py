@@ -70,7 +70,7 @@ def _records(gallery_conf: dict[str, Any]) -> Path:
     return records_dir(Path(gallery_conf["src_dir"]) / gallery_conf["gallery_dirs"])
 
 
-#: The recipes this build ran, in the order they started (:func:`xnnguide.site.isolation.run` adds each).
+#: The recipes this build ran, in the order they started (added by the pool, or by the serial path).
 execution_order: list[str] = []
 
 
