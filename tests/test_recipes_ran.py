@@ -62,7 +62,8 @@ def test_the_pool_started_the_recipes_in_its_order(built_site):
     recipes = recipe_files(SNIPPETS)
     assert sorted(order) == sorted(source.stem for source in recipes), order
     by_name = {source.stem: source for source in recipes}
-    needs = {name: {path.stem for path in declared_files(source) if path.suffix == ".py"}
+    recipe_paths = {source.resolve() for source in recipes}  # a recipe may also read helpers and pages' code
+    needs = {name: {path.stem for path in declared_files(source) if path.resolve() in recipe_paths}
              for name, source in by_name.items()}
     alone = [name for name in order if "# sphinx_gallery_parallel = False" in by_name[name].read_text()]
     first = [name for name in alone if not needs[name]]
