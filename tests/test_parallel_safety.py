@@ -61,7 +61,7 @@ def _runs_alone(source) -> bool:
 
 def test_the_recipes_that_time_a_few_seconds_of_a_longer_run_hold_the_machine():
     holding = [source.stem for source in TIMING_RECIPES if _holds_the_machine(source)]
-    assert holding == ["export_a_llama_with_export_llm", "export_char_llm_with_kv_cache",
+    assert holding == ["export_a_llama_with_export_llm", "export_char_llm_with_kv_cache", "benchmark_xnnpack_speedup",
                        "troubleshoot_weight_only_linear_layers"], holding
 
 
@@ -106,7 +106,7 @@ EARLY_RECIPES = sorted(source.stem for source in recipe_files(SNIPPETS) if start
 
 
 def test_the_long_parallel_recipes_declare_that_they_start_early():
-    assert EARLY_RECIPES == ["compile_with_the_aot_compiler", "export_a_llama_with_export_llm",
+    assert EARLY_RECIPES == ["benchmark_xnnpack_speedup", "compile_with_the_aot_compiler", "export_a_llama_with_export_llm",
                              "export_char_llm_with_kv_cache", "export_with_xnnpack_recipe_types",
                              "quantize_mobilenet_v2_int8_static", "verify_operator_support"]
 

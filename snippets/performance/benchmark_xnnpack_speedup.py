@@ -44,12 +44,12 @@ from xnnguide.recipe_checks import facts
 
 facts.record("cpu", cpu)
 facts.record("cores", cores)
-# Timings need the machine to themselves: with the next line this recipe
-# runs alone, before the recipes that run side by side.
-# sphinx_gallery_parallel = False
-# It takes about 7 minutes on a 2-core machine busy with other work, hence
-# its time budget.
+# The timings need the machine to themselves: the recipe holds it (quiet.hold, below) while it times, and
+# shares the cores with the build's other recipes while it exports and checks its programs.
+# One of the longest recipes (about 100 s on a 2-core machine), it starts early; its budget leaves room
+# for a much slower machine.
 # xnnguide_budget_seconds = 900
+# xnnguide_start_early = True
 # sphinx_gallery_end_ignore
 
 # %%
@@ -231,7 +231,9 @@ facts.record_table(
 # Threads
 # -------
 # Eager PyTorch and XNNPACK each split an operator's work over a pool of
-# threads, one pool per process, sized to the core count by default. PyTorch
+# threads, one pool per process, sized to the core count by default
+# (PyTorch's follows ``OMP_NUM_THREADS`` when it is set, as this site's build
+# sets it for recipes that share the machine). PyTorch
 # sets its pool with ``torch.set_num_threads``. The installed ExecuTorch sets
 # the pool XNNPACK uses with ``_unsafe_reset_threadpool`` from
 # ``executorch.extension.pybindings.portable_lib``, an experimental function
@@ -253,7 +255,8 @@ def use_threads(threads):
 
 thread_counts = [1, 2] if cores >= 2 else [1]
 default_threads = (torch.get_num_threads(), _threadpool_get_thread_count())
-print(f"default threads: PyTorch {default_threads[0]}, ExecuTorch pool {default_threads[1]}")
+print(f"default threads: PyTorch {default_threads[0]}, ExecuTorch pool {default_threads[1]} "
+      f"(OMP_NUM_THREADS: {os.environ.get('OMP_NUM_THREADS', 'not set')})")
 
 # %%
 # Time every program
@@ -295,6 +298,12 @@ def spread_ms(samples):
 RUNS = {"eager": 15, "portable": 3, "XNNPACK fp32": 20, "XNNPACK int8": 20}
 WARMUP = {"eager": 2, "portable": 1, "XNNPACK fp32": 3, "XNNPACK int8": 3}
 
+# sphinx_gallery_start_ignore
+from xnnguide import quiet
+
+held = quiet.hold()  # the other recipes of the build stop while this one times
+# sphinx_gallery_end_ignore
+
 # Other programs competing for the cores slow every figure; the load average says how much.
 load_before = os.getloadavg()[0]
 timings = {}  # (model name, program name, threads) -> call times in ms
@@ -316,6 +325,9 @@ for threads in thread_counts:
 torch.set_num_threads(default_threads[0])
 _unsafe_reset_threadpool(default_threads[1])
 load_after = os.getloadavg()[0]
+# sphinx_gallery_start_ignore
+held.release()
+# sphinx_gallery_end_ignore
 print(f"1-minute load average: {load_before:.2f} before timing, {load_after:.2f} after, on {cores} cores")
 
 
@@ -336,6 +348,9 @@ for key, samples in timings.items():
 assert _threadpool_get_thread_count() == default_threads[1], "the thread pool was not restored"
 facts.record("load_before", load_before, f"{load_before:.2f}")
 facts.record("load_after", load_after, f"{load_after:.2f}")
+facts.record("timing_hold", held.record())
+facts.record("recipes_stopped", len(held.stopped), f"{len(held.stopped)}")
+facts.record("held_seconds", held.seconds, f"{held.seconds:.0f}")
 # sphinx_gallery_end_ignore
 
 # %%
@@ -420,12 +435,16 @@ for name in models:
 # the medians move and the spread grows, while the ratios move less, and
 # least with one thread. Speed-ups compare programs at the same thread count.
 #
-# While the programs were timed, the machine's 1-minute load average went
-# from :fact:`benchmark_xnnpack_speedup/load_before` to
+# While the programs were timed (:fact:`benchmark_xnnpack_speedup/held_seconds`
+# seconds), the build stopped its other recipes that were running
+# (:fact:`benchmark_xnnpack_speedup/recipes_stopped`), so the timings had the
+# cores to themselves. The machine's 1-minute load average went from
+# :fact:`benchmark_xnnpack_speedup/load_before` to
 # :fact:`benchmark_xnnpack_speedup/load_after`, on
 # :fact:`benchmark_xnnpack_speedup/cores` cores. The benchmark's own threads
 # account for one or two of that; anything above means other programs were
-# competing for the CPU. Two-thread figures suffer most from that: a thread
+# competing for the CPU (it averages the last minute, so the figure from
+# before the timing still counts the recipes stopped then). Two-thread figures suffer most from that: a thread
 # pool waits for its slowest thread at the end of every operator, and a
 # thread the operating system does not schedule holds up the others. A
 # two-thread row far slower than its one-thread row, with a wide spread, is
