@@ -146,7 +146,9 @@ def test_the_forkserver_preloads_torch_when_the_gallerys_recipes_import_it(tmp_p
     # This site's recipes import torch: its build preloads it, so that no recipe's time budget pays for the
     # import. The throwaway sites' recipes never do, and their builds do not pay for it.
     site = {"src_dir": str(ROOT / "docs"), "examples_dirs": "../snippets"}
-    assert isolation.preload(site) == ["torch", "matplotlib.pyplot", "xnnguide.site.isolation"]
+    preloaded = isolation.preload(site)
+    assert preloaded[0] == "torch" and preloaded[-2:] == ["matplotlib.pyplot", "xnnguide.site.isolation"]
+    assert {"executorch.exir", "executorch.runtime"} <= set(preloaded), preloaded  # nearly every recipe's
     root = make_site(tmp_path)
     tiny = {"src_dir": str(root / "docs"), "examples_dirs": "../snippets"}
     assert isolation.preload(tiny) == ["matplotlib.pyplot", "xnnguide.site.isolation"]
@@ -154,3 +156,17 @@ def test_the_forkserver_preloads_torch_when_the_gallerys_recipes_import_it(tmp_p
     (root / "snippets" / "tiny_delta.py").write_text("from xnnguide.recipe_checks import delegation\n")
     isolation.recipes_import_torch.cache_clear()
     assert isolation.preload(tiny)[0] == "torch"
+
+
+def test_the_forkserver_preloads_what_at_least_half_of_the_recipes_import(tmp_path):
+    root = make_site(tmp_path)
+    alpha = root / "snippets" / "tiny_alpha.py"
+    for name in ("tiny_gamma.py", "tiny_delta.py"):  # four recipes or more: one of them is less than half
+        (root / "snippets" / name).write_text(alpha.read_text())
+    recipes = sorted((root / "snippets").glob("*.py"))
+    assert len(recipes) >= 4, recipes
+    for number, source in enumerate(recipes):  # half of them import exir; one imports torchvision
+        imports = "from executorch.exir import to_edge\n" if number < len(recipes) // 2 else ""
+        source.write_text(imports + ("import torchvision\n" if number == 0 else "") + source.read_text())
+    preloaded = isolation.preload({"src_dir": str(root / "docs"), "examples_dirs": "../snippets"})
+    assert preloaded == ["torch", "executorch.exir", "matplotlib.pyplot", "xnnguide.site.isolation"], preloaded

@@ -13,7 +13,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, Iterator, TypedDict
 
 from xnnguide import environment
 from xnnguide.recipe_checks import facts
@@ -67,16 +67,27 @@ def source_digest(path: str | os.PathLike[str]) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def _absolute_imports(source: str | os.PathLike[str]) -> Iterator[tuple[str, list[str]]]:
+    """Each absolute import of a Python file: (``a.b``, []) for ``import a.b``, (``a``, [``b``]) for
+    ``from a import b``."""
+    for node in ast.walk(ast.parse(Path(source).read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from ((alias.name, []) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module, [alias.name for alias in node.names]
+
+
 def imported_names(source: str | os.PathLike[str]) -> set[str]:
     """The dotted names a Python file imports absolutely: ``a.b`` for ``import a.b``, and ``a`` and ``a.b`` for
     ``from a import b`` (*b* may be a module)."""
-    names = set()
-    for node in ast.walk(ast.parse(Path(source).read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.update([node.module, *(f"{node.module}.{alias.name}" for alias in node.names)])
-    return names
+    return {name for module, members in _absolute_imports(source)
+            for name in [module, *(f"{module}.{member}" for member in members)]}
+
+
+def imported_modules(source: str | os.PathLike[str]) -> set[str]:
+    """The modules a Python file certainly imports absolutely: ``a.b`` for ``import a.b``, ``a`` for
+    ``from a import b``."""
+    return {module for module, _ in _absolute_imports(source)}
 
 
 def helper_modules(source: str | os.PathLike[str]) -> list[Path]:

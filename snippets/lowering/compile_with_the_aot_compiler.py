@@ -115,6 +115,12 @@ for operator in ("convolution.default", "dequantize_per_tensor.default", "total"
 import torch
 
 facts.record("threads", torch.get_num_threads())
+# The group size of --quantize 8da4w, which the AOT compiler and quantization pages quote.
+import inspect
+
+from xnnguide.tools.quantization import quantize_8da4w
+
+facts.record("group_size_8da4w", inspect.signature(quantize_8da4w).parameters["group_size"].default)
 # sphinx_gallery_end_ignore
 
 # [start run_compiled]

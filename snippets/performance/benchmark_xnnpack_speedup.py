@@ -231,9 +231,10 @@ facts.record_table(
 # Threads
 # -------
 # Eager PyTorch and XNNPACK each split an operator's work over a pool of
-# threads, one pool per process, sized to the core count by default
-# (PyTorch's follows ``OMP_NUM_THREADS`` when it is set, as this site's build
-# sets it for recipes that share the machine). PyTorch
+# threads, one pool per process, sized to the core count by default. (This
+# site's build gives a recipe that shares the cores with others its share of
+# them: it sets ``OMP_NUM_THREADS``, which PyTorch follows, and resizes
+# ExecuTorch's pool; the line below shows what this run got.) PyTorch
 # sets its pool with ``torch.set_num_threads``. The installed ExecuTorch sets
 # the pool XNNPACK uses with ``_unsafe_reset_threadpool`` from
 # ``executorch.extension.pybindings.portable_lib``, an experimental function

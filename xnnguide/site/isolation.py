@@ -3,7 +3,8 @@
 In sphinx-gallery's own process, a recipe that hangs would hold the build, and one whose interpreter dies
 (a segfault in native code, an abort) would take the build down. :func:`generate_file_rst` wraps
 sphinx-gallery's function of that name: a recipe that has to run runs in a child process, started from a
-``forkserver`` that has imported torch once (:func:`preload`). The process that asked for the run watches it:
+``forkserver`` that has imported torch, and the modules most recipes import, once (:func:`preload`). The
+process that asked for the run watches it:
 
 * **time**: the child stops itself at its time budget (:func:`faulthandler.dump_traceback_later`); it is
   killed 30 s later if that fails;
@@ -18,6 +19,7 @@ says ``failed``, so the next build runs it again (:func:`xnnguide.records.stale_
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import faulthandler
@@ -40,7 +42,7 @@ from sphinx_gallery import gen_rst
 from sphinx_gallery.utils import get_md5sum
 
 from xnnguide import quiet
-from xnnguide.records import helper_modules, imported_names, recipe_files, shown
+from xnnguide.records import helper_modules, imported_modules, imported_names, recipe_files, shown
 from xnnguide.results import failure_line
 from xnnguide.site import recipes
 
@@ -146,13 +148,28 @@ def preload(gallery_conf: dict[str, Any]) -> list[str]:
     is spent on importing them.
 
     sphinx-gallery resets matplotlib before each recipe, and the child unpickles its work from this module:
-    every child needs both. torch takes seconds to import, in each process of the build that starts recipes
-    (the Sphinx process and every worker): it is preloaded when a recipe of the gallery imports it, as every
-    recipe of this site does, and left out for a gallery whose recipes never import it (the test suite's
-    throwaway sites).
+    every child needs both. torch takes seconds to import: it is preloaded when a recipe of the gallery
+    imports it, as every recipe of this site does, and left out for a gallery whose recipes never import it
+    (the test suite's throwaway sites). So are the modules of :data:`TORCH_PACKAGES` that at least half of
+    the recipes import (:func:`shared_imports`): ExecuTorch's runtime, ``exir`` and XNNPACK partitioner take
+    about 5 s more in each recipe that imports them.
     """
     snippets = (Path(gallery_conf["src_dir"]) / gallery_conf["examples_dirs"]).resolve()
-    return (["torch"] if recipes_import_torch(snippets) else []) + ["matplotlib.pyplot", __name__]
+    torch = ["torch"] if recipes_import_torch(snippets) else []
+    return torch + [name for name in shared_imports(snippets) if name not in torch] + ["matplotlib.pyplot", __name__]
+
+
+@functools.cache
+def shared_imports(snippets: Path) -> list[str]:
+    """The modules of :data:`TORCH_PACKAGES` that at least half of the recipes below *snippets* import,
+    themselves or through an ``xnnguide`` helper module, by name. A module fewer recipes import is left to
+    them: every child of the forkserver would carry it."""
+    sources = recipe_files(snippets)
+    counts = collections.Counter(
+        name for source in sources
+        for name in {module for path in [source, *helper_modules(source)] for module in imported_modules(path)}
+        if name.split(".")[0] in TORCH_PACKAGES)
+    return sorted(name for name, count in counts.items() if 2 * count >= len(sources))
 
 
 @functools.cache
