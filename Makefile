@@ -106,7 +106,7 @@ test: ## everything CI checks: offline strict build, the test suite, link check;
 # run in `make test`.
 CHECK_TESTS := tests/test_gallery_order.py tests/test_reader_code.py tests/test_regions.py tests/test_facts.py tests/test_readme.py \
   tests/test_environment.py tests/test_doccheck.py tests/test_site.py tests/test_parallel_safety.py \
-  tests/test_shards.py tests/test_workflow.py
+  tests/test_shards.py tests/test_workflow.py tests/test_makefile.py
 
 # pytest loads no plugin it finds installed (the browser and xdist plugins
 # take seconds to import and these tests use neither), and keeps no cache.
@@ -119,10 +119,14 @@ check: venv ## fast static checks (drift rules, reader code, README copies, pins
 check-build: venv ## the drift checks against the last `make html`: failed recipes, blocks without a fate
 	$(BIN)/python -m xnnguide.doccheck --build $(DOCCHECK_PATHS)
 
+# The recipe `make recipe` runs (required): R=snippets/<folder>/<name>.py.
+R ?=
 recipe: venv ## run one recipe alone, no site build: make recipe R=snippets/<name>.py
 	@test -n "$(R)" || { echo "usage: make recipe R=snippets/<name>.py" >&2; exit 2; }
 	$(BIN)/python -m xnnguide.run_recipe $(R)
 
+# The new recipe's name (required) and task folder.
+NAME ?=
 DIR ?= lowering
 new-recipe: venv ## start a recipe from the template: make new-recipe NAME=<what_it_does> [DIR=<task folder>]
 	@test -n "$(NAME)" || { echo "usage: make new-recipe NAME=<what_it_does> [DIR=lowering|quantization|performance|troubleshooting]" >&2; exit 2; }
@@ -133,6 +137,8 @@ BENCH_ARGS ?=
 bench: venv ## time a cold, a no-op and a one-recipe rebuild, and the cold build's memory
 	$(BIN)/python -m xnnguide.tools.bench --make "$(MAKE) --no-print-directory VENV=$(VENV)" $(BENCH_ARGS)
 
+# BENCH_AOT_ARGS=--rounds N: how many alternating rounds each compiler is timed.
+BENCH_AOT_ARGS ?=
 bench-aot: venv ## time our AOT compiler against ExecuTorch's example one, same model and scheme
 	$(BIN)/python -m xnnguide.tools.compare_aot_compilers $(BENCH_AOT_ARGS)
 
