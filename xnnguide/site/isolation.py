@@ -42,7 +42,7 @@ from sphinx_gallery import gen_rst
 from sphinx_gallery.utils import get_md5sum
 
 from xnnguide import quiet
-from xnnguide.records import helper_modules, imported_modules, imported_names, recipe_files, shown
+from xnnguide.records import helper_modules, imported_modules, recipe_files, shown
 from xnnguide.results import failure_line
 from xnnguide.site import recipes
 
@@ -67,9 +67,15 @@ class Run:
     trace: str  # what faulthandler wrote: empty unless the child was stopped
 
 
+def recipe_path(fname: str, src_dir: str | os.PathLike[str]) -> Path:
+    """The file of the recipe sphinx-gallery names *fname* in *src_dir*: one spelling of each path, so that the
+    pool finds a recipe by it."""
+    return Path(os.path.normpath(Path(src_dir, fname)))
+
+
 def must_run(fname: str, target_dir: str, src_dir: str, gallery_conf: dict[str, Any]) -> bool:
     """Whether sphinx-gallery would execute this recipe now: it is executable and changed (or stale runs)."""
-    source = Path(os.path.normpath(Path(src_dir, fname)))
+    source = recipe_path(fname, src_dir)
     checksum = Path(target_dir, f"{fname}.md5")
     current = checksum.is_file() and checksum.read_text() == get_md5sum(source, mode="t")
     return not (current and not gallery_conf["run_stale_examples"]) and gen_rst.executable_script(source, gallery_conf)
@@ -83,7 +89,7 @@ def run(args: tuple[str, str, str, dict[str, Any]], beside_others: bool) -> Run:
     :class:`ValueError` for a recipe whose budgets do not parse.
     """
     fname, _, src_dir, gallery_conf = args
-    seconds, gb = recipes.budgets(Path(os.path.normpath(Path(src_dir, fname))))
+    seconds, gb = recipes.budgets(recipe_path(fname, src_dir))
     env = dict(os.environ, **{recipes.IN_WORKER: "1" if beside_others else "0"})
     if beside_others:
         share = str(recipes.thread_share(gallery_conf))
@@ -112,7 +118,7 @@ def result(args: tuple[str, str, str, dict[str, Any]], ran: Run) -> Any:
     """sphinx-gallery's result for a recipe that ran in a child: its own, or a failure naming the recipe's line
     and why the child was stopped."""
     fname, _, src_dir, gallery_conf = args
-    source = Path(os.path.normpath(Path(src_dir, fname)))
+    source = recipe_path(fname, src_dir)
     if not isinstance(ran.outcome, str):
         recipes.add_to_run_record(gallery_conf, fname, peak_gb=round(ran.peak / 1e9, 3))
         return ran.outcome
@@ -160,26 +166,28 @@ def preload(gallery_conf: dict[str, Any]) -> list[str]:
 
 
 @functools.cache
-def shared_imports(snippets: Path) -> list[str]:
-    """The modules of :data:`TORCH_PACKAGES` that at least half of the recipes below *snippets* import,
-    themselves or through an ``xnnguide`` helper module, by name. A module fewer recipes import is left to
-    them: every child of the forkserver would carry it."""
+def torch_imports(snippets: Path) -> tuple[int, collections.Counter[str]]:
+    """How many recipes there are below *snippets*, and for each module of :data:`TORCH_PACKAGES` how many of
+    them import it, themselves or through an ``xnnguide`` helper module."""
     sources = recipe_files(snippets)
     counts = collections.Counter(
         name for source in sources
         for name in {module for path in [source, *helper_modules(source)] for module in imported_modules(path)}
         if name.split(".")[0] in TORCH_PACKAGES)
-    return sorted(name for name, count in counts.items() if 2 * count >= len(sources))
+    return len(sources), counts
 
 
-@functools.cache
+def shared_imports(snippets: Path) -> list[str]:
+    """The modules of :data:`TORCH_PACKAGES` that at least half of the recipes below *snippets* import, by
+    name. A module fewer recipes import is left to them: every child of the forkserver would carry it."""
+    recipes_found, counts = torch_imports(snippets)
+    return sorted(name for name, count in counts.items() if 2 * count >= recipes_found)
+
+
 def recipes_import_torch(snippets: Path) -> bool:
     """Whether a recipe below *snippets*, or an ``xnnguide`` helper module it imports, imports torch or a
     package of :data:`TORCH_PACKAGES`."""
-    return any(name.split(".")[0] in TORCH_PACKAGES
-               for source in recipe_files(snippets)
-               for path in [source, *helper_modules(source)]
-               for name in imported_names(path))
+    return bool(torch_imports(snippets)[1])
 
 
 def prepare(gallery_conf: dict[str, Any]) -> None:

@@ -136,7 +136,7 @@ def jobs(src_root: Path, target_root: Path, gallery_conf: dict[str, Any]) -> lis
         order = _get_callables(gallery_conf, "within_subsection_order", src_dir)[0]
         for fname in sorted(names, key=order):
             args = (fname, str(target_dir), str(src_dir), gallery_conf)
-            source = Path(os.path.normpath(src_dir / fname))
+            source = isolation.recipe_path(fname, src_dir)
             try:
                 recipes.budgets(source)
             except ValueError:  # sphinx-gallery's call reports it, as a failing recipe
@@ -164,7 +164,7 @@ def _start(src_root: Path, target_root: Path, gallery_conf: dict[str, Any]) -> N
 
 def generate_file_rst(fname: str, target_dir: str, src_dir: str, gallery_conf: dict[str, Any]) -> Any:
     """sphinx-gallery's ``generate_file_rst``: a recipe the pool ran gives its run's result."""
-    source, args = Path(os.path.normpath(Path(src_dir, fname))), (fname, target_dir, src_dir, gallery_conf)
+    source, args = isolation.recipe_path(fname, src_dir), (fname, target_dir, src_dir, gallery_conf)
     if _pool and source in _pool[0]:
         return isolation.result(args, _pool[0].take(source))
     return isolation.generate_file_rst(*args)
