@@ -115,7 +115,7 @@ for operator in ("convolution.default", "dequantize_per_tensor.default", "total"
 import torch
 
 facts.record("threads", torch.get_num_threads())
-# The group size of --quantize 8da4w, which the AOT compiler and quantization pages quote.
+# The group size of --quantize 8da4w, which the AOT compiler page quotes.
 import inspect
 
 from xnnguide.tools.quantization import quantize_8da4w
