@@ -8,9 +8,8 @@ import datetime as dt
 from pathlib import Path
 
 import pytest
-from sphinx_gallery.py_source_parser import split_code_and_text_blocks
 
-from conftest import GALLERY, SNIPPETS
+from conftest import GALLERY, SNIPPETS, runs_alone
 from xnnguide.recipe_checks import facts
 from xnnguide.records import load_run_record, recipe_files, records_dir
 from xnnguide.site import pool
@@ -54,11 +53,6 @@ def test_the_benchmark_is_among_the_timing_recipes():
     assert "benchmark_xnnpack_speedup" in timing and "lower_mobilenet_v2_fp32" in timing, timing
 
 
-def _runs_alone(source) -> bool:
-    # sphinx-gallery's own parser, so the test reads the setting as the build does.
-    return split_code_and_text_blocks(str(source), return_node=True)[0].get("parallel") is False
-
-
 def test_the_recipes_that_time_a_few_seconds_of_a_longer_run_hold_the_machine():
     holding = [source.stem for source in TIMING_RECIPES if _holds_the_machine(source)]
     assert holding == ["export_a_llama_with_export_llm", "export_char_llm_with_kv_cache", "benchmark_xnnpack_speedup",
@@ -67,7 +61,7 @@ def test_the_recipes_that_time_a_few_seconds_of_a_longer_run_hold_the_machine():
 
 @pytest.mark.parametrize("source", TIMING_RECIPES, ids=lambda path: path.name)
 def test_a_recipe_that_measures_speed_runs_alone_or_holds_the_machine(source):
-    assert _runs_alone(source) != _holds_the_machine(source), (
+    assert runs_alone(source) != _holds_the_machine(source), (
         f"{source.name} times repeated calls: add `# sphinx_gallery_parallel = False`, or hold the machine "
         "around the timing code with xnnguide.quiet.hold() (not both)")
 
@@ -88,7 +82,7 @@ def test_timing_recipes_ran_alone_or_timed_with_the_machine_held(built_site, sou
     # A serial recipe ran with no other recipe running; the others record their hold.
     record = load_run_record(GALLERY, source.stem)
     assert record is not None, f"{source.name} never ran"
-    if _runs_alone(source):
+    if runs_alone(source):
         assert record.get("worker") is False, f"{source.name} ran with a share of the threads, beside other recipes"
         intervals = _recipe_intervals()
         start, end = intervals[source.stem]

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import GALLERY, ROOT, SNIPPETS
+from conftest import GALLERY, ROOT, SNIPPETS, runs_alone
 from xnnguide.results import check_recipes
 from xnnguide.records import declared_files, load_run_record, recipe_files, records_dir
 from xnnguide.site.pool import starts_early
@@ -65,7 +65,7 @@ def test_the_pool_started_the_recipes_in_its_order(built_site):
     recipe_paths = {source.resolve() for source in recipes}  # a recipe may also read helpers and pages' code
     needs = {name: {path.stem for path in declared_files(source) if path.resolve() in recipe_paths}
              for name, source in by_name.items()}
-    alone = [name for name in order if "# sphinx_gallery_parallel = False" in by_name[name].read_text()]
+    alone = [name for name in order if runs_alone(by_name[name])]
     first = [name for name in alone if not needs[name]]
     assert first and order[: len(first)] == first, f"the recipes that run alone came first: {order}"
     for name, needed in needs.items():
