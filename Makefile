@@ -60,7 +60,7 @@ html: venv ## build the site into _build/html, running every changed recipe; SHA
 
 merge-shards: venv ## combine shard folders into docs/gallery, then `make html` runs no recipe: make merge-shards SHARDS="DIR..."
 	@test -n "$(SHARDS)" || { echo "usage: make merge-shards SHARDS=\"_build/shard-1-of-2 _build/shard-2-of-2\"" >&2; exit 2; }
-	$(BIN)/python -m xnnguide.shards $(SHARDS)
+	$(BIN)/python -m xnnguide.core.shards $(SHARDS)
 
 # The browser tests drive Debian's Chromium; install it (as root, with apt)
 # when it is missing. This is the one step that uses the network, and it
@@ -92,7 +92,7 @@ test: ## everything CI checks: offline strict build, the test suite, link check;
 	rc=0; $(OFFLINE) $(SPHINX) -E -n -W --keep-going || rc=$$?; lap build $$rc; \
 	echo ">> drift checks against this build"; \
 	rc=0; $(BIN)/python -m xnnguide.doccheck --build $(DOCCHECK_PATHS) || rc=1; \
-	$(BIN)/python -m xnnguide.reader_code $(DOCCHECK_PATHS) || rc=1; lap drift $$rc; \
+	$(BIN)/python -m xnnguide.core.reader_code $(DOCCHECK_PATHS) || rc=1; lap drift $$rc; \
 	echo ">> test suite (browser tests save screenshots in $(BUILDDIR)/screenshots/)"; \
 	rc=0; $(BIN)/python -m pytest -n $(PYTEST_JOBS) --dist loadfile --durations=$(DURATIONS) $(PYTEST_ARGS) || rc=$$?; \
 	lap tests $$rc; \
@@ -106,14 +106,14 @@ test: ## everything CI checks: offline strict build, the test suite, link check;
 # run in `make test`.
 CHECK_TESTS := tests/test_gallery_order.py tests/test_reader_code.py tests/test_regions.py tests/test_facts.py tests/test_readme.py \
   tests/test_environment.py tests/test_doccheck.py tests/test_site.py tests/test_parallel_safety.py \
-  tests/test_shards.py tests/test_workflow.py tests/test_makefile.py
+  tests/test_shards.py tests/test_workflow.py tests/test_makefile.py tests/test_layers.py tests/test_records.py
 
 # pytest loads no plugin it finds installed (the browser and xdist plugins
 # take seconds to import and these tests use neither), and keeps no cache.
 check: venv ## fast static checks (drift rules, reader code, README copies, pins, CI workflows); runs no recipe, lowers no model
 	$(BIN)/actionlint $(wildcard .github/workflows/*.yml)
 	$(BIN)/python -m xnnguide.doccheck $(DOCCHECK_PATHS)
-	$(BIN)/python -m xnnguide.reader_code $(DOCCHECK_PATHS)
+	$(BIN)/python -m xnnguide.core.reader_code $(DOCCHECK_PATHS)
 	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not build" $(PYTEST_ARGS) $(CHECK_TESTS)
 
 check-build: venv ## the drift checks against the last `make html`: failed recipes, blocks without a fate
@@ -123,14 +123,14 @@ check-build: venv ## the drift checks against the last `make html`: failed recip
 R ?=
 recipe: venv ## run one recipe alone, no site build: make recipe R=snippets/<name>.py
 	@test -n "$(R)" || { echo "usage: make recipe R=snippets/<name>.py" >&2; exit 2; }
-	$(BIN)/python -m xnnguide.run_recipe $(R)
+	$(BIN)/python -m xnnguide.tools.run_recipe $(R)
 
 # The new recipe's name (required) and task folder.
 NAME ?=
 DIR ?= lowering
 new-recipe: venv ## start a recipe from the template: make new-recipe NAME=<what_it_does> [DIR=<task folder>]
 	@test -n "$(NAME)" || { echo "usage: make new-recipe NAME=<what_it_does> [DIR=lowering|quantization|performance|troubleshooting]" >&2; exit 2; }
-	@$(BIN)/python -m xnnguide.new_recipe "$(NAME)" --dir "$(DIR)"
+	@$(BIN)/python -m xnnguide.tools.new_recipe "$(NAME)" --dir "$(DIR)"
 
 # BENCH_ARGS=--alone also times every recipe run alone, in a fresh interpreter.
 BENCH_ARGS ?=

@@ -28,7 +28,7 @@ from filelock import FileLock
 from conftest import ROOT
 
 #: A recipe that runs in a worker process of the parallel build. Its hidden
-#: block imports a real module of the package, xnnguide.environment, which the
+#: block imports a real module of the package, xnnguide.core.environment, which the
 #: other recipe does not. Neither imports torch, so the process it runs in must
 #: not have imported it either (``torch_preloaded``: see xnnguide.site.isolation).
 ALPHA = '''"""
@@ -48,8 +48,8 @@ print(sum(range(100)))
 # sphinx_gallery_start_ignore
 import sys
 
-from xnnguide import environment
-from xnnguide.recipe_checks import facts
+from xnnguide.core import environment
+from xnnguide.core import facts
 
 facts.record("cores", environment.describe()["cores"])
 
@@ -60,7 +60,7 @@ facts.record("torch_preloaded", "torch" in sys.modules)
 '''
 
 #: A recipe that opts out of parallel execution and so runs in the Sphinx
-#: process. It imports only xnnguide.recipe_checks.facts.
+#: process. It imports only xnnguide.core.facts.
 BETA = '''"""
 Tiny beta
 =========
@@ -78,7 +78,7 @@ print(total)
 # sphinx_gallery_start_ignore
 import sys
 
-from xnnguide.recipe_checks import facts
+from xnnguide.core import facts
 
 facts.record("total", total)
 facts.record("torch_preloaded", "torch" in sys.modules)

@@ -30,7 +30,7 @@ import pytest
 
 from conftest import DOCS, ROOT
 from xnnguide.tools import aot_compiler, model_zoo
-from xnnguide.tools.quantization import SCHEMES
+from xnnguide.core.schemes import SCHEMES
 
 PAGE = DOCS / "guides" / "aot_compiler.md"
 PAGE_FILES = DOCS / "guides" / "aot_compiler"
@@ -424,7 +424,7 @@ def test_no_transform_passes_leaves_the_noop_expand_outside_xnnpack(workdir):
     ("tiny_transformer", True),            # several subgraphs, many operators outside
 ])
 def test_delegation_table_agrees_with_get_delegation_info(workdir, spec, transform_passes):
-    # The compiler's table comes from xnnguide.recipe_checks.delegation (the
+    # The compiler's table comes from xnnguide.core.delegation (the
     # devtools import is slow); it must say what get_delegation_info, which
     # the recipes print, says, less the getitem nodes that unpack outputs.
     import torch
@@ -607,7 +607,7 @@ def test_the_page_types_no_transcript():
 def recorded_facts() -> dict:
     """What the build's run of compile_with_the_aot_compiler recorded."""
     from conftest import GALLERY
-    from xnnguide.recipe_checks import facts
+    from xnnguide.core import facts
 
     return facts.load(GALLERY / "_records" / "facts" / "compile_with_the_aot_compiler.json")
 

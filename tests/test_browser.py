@@ -22,8 +22,8 @@ import pytest
 
 from conftest import BUILD, DOCS, HTML, SNIPPETS, recipe
 
-from xnnguide.reader_code import reader_source
-from xnnguide.records import recipe_files
+from xnnguide.core.reader_code import reader_source
+from xnnguide.core.records import recipe_files
 
 pytestmark = pytest.mark.build
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from conftest import GALLERY, SNIPPETS, shown_facts, table_rows
-from xnnguide.recipe_checks import facts
-from xnnguide.records import records_dir
+from xnnguide.core import facts
+from xnnguide.core.records import records_dir
 
 RUNNER_SOURCES = SNIPPETS / "performance" / "cpp_runner"
 RECIPE = "run_pte_from_cpp"
@@ -155,7 +155,7 @@ def test_without_the_backend_the_runtime_names_it(fresh_runner, mlp_pte):
 def test_editing_the_runner_reruns_its_recipe_and_no_other(tmp_path):
     # The build reruns a recipe whose dependency key changed; the runner's
     # sources are part of this recipe's key, and of no other recipe's.
-    from xnnguide.records import dependency_key, recipe_files
+    from xnnguide.core.records import dependency_key, recipe_files
 
     recipe = SNIPPETS / "performance" / f"{RECIPE}.py"
     copy = tmp_path / "performance"

@@ -39,7 +39,7 @@ def expected(case: str) -> tuple[str, set[str]]:
 
 def write_records(tree: Path, status: str) -> None:
     """What a build leaves for the recipe of the build-mode case: passed, or failed at line 7."""
-    from xnnguide.records import dependency_key
+    from xnnguide.core.records import dependency_key
 
     recipe = tree / "snippets" / "recipe.py"
     runs = tree / "docs" / "gallery" / "_records" / "runs"
@@ -322,8 +322,8 @@ def test_the_contributing_pages_example_report_is_what_the_checks_print(tmp_path
     """The example failure on the Contributing page names a real assert, and is the line check_recipes prints."""
     import ast
 
-    from xnnguide.records import write_run_record
-    from xnnguide.results import check_recipes
+    from xnnguide.core.records import write_run_record
+    from xnnguide.core.results import check_recipes
 
     page = (ROOT / "docs" / "contributing" / "index.md").read_text(encoding="utf-8")
     prose = re.search(r"whose assertion at line (\d+) failed", page)

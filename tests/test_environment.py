@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import ROOT
 
-from xnnguide.environment import PACKAGES
+from xnnguide.core.environment import PACKAGES
 
 PIN = re.compile(r"^([A-Za-z0-9_.-]+)==([^\s;#]+)")
 

@@ -144,7 +144,7 @@ def test_the_transform_pass_recipe_keeps_the_model_of_the_comparison_it_repeats(
     # Each download runs alone, so the recipe that adds the passes to an XNNPACK recipe carries its own copy
     # of the model whose no-op expand the comparison recipe measures; the two copies must stay one model.
     from conftest import SNIPPETS
-    from xnnguide.regions import read_regions
+    from xnnguide.core.regions import read_regions
 
     copy = read_regions(SNIPPETS / "lowering" / "add_transform_passes_to_an_xnnpack_recipe.py")["model"]
     original = read_regions(SNIPPETS / "lowering" / "compare_lowering_with_and_without_transform_passes.py")

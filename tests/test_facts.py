@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from xnnguide.recipe_checks import facts
+from xnnguide.core import facts
 
 
 def test_recorded_facts_reach_the_file_and_stale_ones_do_not(tmp_path):

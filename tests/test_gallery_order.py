@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import SNIPPETS
 
-from xnnguide.records import recipe_files
+from xnnguide.core.records import recipe_files
 from xnnguide.site.recipes import RecipeOrder, listed_order
 
 SUBSECTIONS = ["lowering", "quantization", "llm", "performance", "troubleshooting"]

@@ -62,7 +62,7 @@ def test_every_option_of_ours_in_the_table_is_one_our_compiler_takes():
 
 
 def test_the_group_sizes_in_the_table_are_those_our_8da4w_uses():
-    from xnnguide.tools.quantization import quantize_8da4w
+    from xnnguide.core.schemes import quantize_8da4w
 
     group_size = inspect.signature(quantize_8da4w).parameters["group_size"].default
     (row,) = [theirs for ours, theirs in mapping_rows(AOT_PAGE.read_text(encoding="utf-8")) if "--quantize 8da4w" in ours]
@@ -72,7 +72,7 @@ def test_the_group_sizes_in_the_table_are_those_our_8da4w_uses():
 @pytest.mark.build
 def test_the_two_llm_recipes_learn_the_same_text(built_site):
     from conftest import GALLERY
-    from xnnguide.recipe_checks import facts
+    from xnnguide.core import facts
 
     official = facts.load(GALLERY / "_records" / "facts" / "export_a_llama_with_export_llm.json")
     by_hand = facts.load(GALLERY / "_records" / "facts" / "export_char_llm_with_kv_cache.json")

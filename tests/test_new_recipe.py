@@ -69,7 +69,7 @@ def test_a_new_recipe_passes_and_its_snippet_makes_check_green(checkout):
 ])
 def test_a_bad_name_is_one_line_and_writes_nothing(checkout, argv, says):
     before = {path: path.read_bytes() for path in (checkout / "snippets").rglob("*") if path.is_file()}
-    result = subprocess.run([sys.executable, "-m", "xnnguide.new_recipe", *argv, "--root", str(checkout)],
+    result = subprocess.run([sys.executable, "-m", "xnnguide.tools.new_recipe", *argv, "--root", str(checkout)],
                             env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1 and says in result.stderr
@@ -78,7 +78,7 @@ def test_a_bad_name_is_one_line_and_writes_nothing(checkout, argv, says):
 
 
 def test_the_contributing_page_shows_the_snippet_new_recipe_prints():
-    from xnnguide.new_recipe import PAGE_SNIPPET
+    from xnnguide.tools.new_recipe import PAGE_SNIPPET
 
     page = (ROOT / "docs" / "contributing" / "index.md").read_text(encoding="utf-8")
     shown = page.split("````markdown\n", 1)[1].split("````", 1)[0]
@@ -89,7 +89,7 @@ def test_the_contributing_page_shows_the_snippet_new_recipe_prints():
 
 def test_each_template_marker_occurs_once():
     # literalinclude's :start-after: finds the first occurrence of the text, prose included.
-    from xnnguide.new_recipe import TEMPLATE
+    from xnnguide.tools.new_recipe import TEMPLATE
 
     text = TEMPLATE.read_text(encoding="utf-8")
     for marker in ("# [start lower]", "# [end lower]", "# [start run]", "# [end run]"):

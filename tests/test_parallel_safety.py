@@ -1,4 +1,4 @@
-"""Recipes that time things run alone, or stop the recipes beside them while they time (xnnguide.quiet);
+"""Recipes that time things run alone, or stop the recipes beside them while they time (xnnguide.core.quiet);
 the build's pool starts them in its order (xnnguide.site.pool)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from conftest import GALLERY, SNIPPETS, runs_alone
-from xnnguide.recipe_checks import facts
-from xnnguide.records import load_run_record, recipe_files, records_dir
+from xnnguide.core import facts
+from xnnguide.core.records import load_run_record, recipe_files, records_dir
 from xnnguide.site import pool
 from xnnguide.site.pool import Job, next_job, starts_early
 
@@ -63,7 +63,7 @@ def test_the_recipes_that_time_a_few_seconds_of_a_longer_run_hold_the_machine():
 def test_a_recipe_that_measures_speed_runs_alone_or_holds_the_machine(source):
     assert runs_alone(source) != _holds_the_machine(source), (
         f"{source.name} times repeated calls: add `# sphinx_gallery_parallel = False`, or hold the machine "
-        "around the timing code with xnnguide.quiet.hold() (not both)")
+        "around the timing code with xnnguide.core.quiet.hold() (not both)")
 
 
 def _recipe_intervals() -> dict[str, tuple[float, float]]:

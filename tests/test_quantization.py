@@ -1,12 +1,12 @@
-"""Unit tests of xnnguide.tools.quantization, the one implementation of the schemes."""
+"""Unit tests of xnnguide.core.schemes, the one implementation of the schemes."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from xnnguide.tools import quantization
-from xnnguide.tools.quantization import SCHEMES, quantize
+from xnnguide.core import schemes
+from xnnguide.core.schemes import SCHEMES, quantize
 
 
 class _TinyModel(torch.nn.Module):
@@ -72,7 +72,7 @@ def test_dynamic_quantization_without_calibration_still_observes_the_weights():
 def test_example_inputs_must_be_a_tuple():
     model, inputs = _tiny()
     with pytest.raises(TypeError, match="tuple"):
-        quantization.quantize_pt2e(model, inputs[0], [inputs])
+        schemes.quantize_pt2e(model, inputs[0], [inputs])
 
 
 def _targets(module: torch.nn.Module) -> set[str]:
@@ -114,7 +114,7 @@ def test_8da4w_swaps_linear_and_embedding_weights_in_place():
 
 def test_8da4w_can_leave_embeddings_in_float():
     model, _ = _tiny()
-    quantization.quantize_8da4w(model, quantize_embeddings=False)
+    schemes.quantize_8da4w(model, quantize_embeddings=False)
     assert type(model.embed.weight) is torch.nn.Parameter
     assert type(model.linear.weight).__name__ == "IntxUnpackedToInt8Tensor"
 
@@ -123,7 +123,7 @@ def test_8da4w_refuses_widths_the_group_size_does_not_divide_and_changes_nothing
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Embedding(16, 64), torch.nn.Linear(64, 40), torch.nn.Linear(40, 8))
     with pytest.raises(ValueError, match=r"groups of 32.*these do not: 2 \(40\)$") as error:
-        quantization.quantize_8da4w(model)
+        schemes.quantize_8da4w(model)
     assert "\n" not in str(error.value)
     # The embedding and the first linear layer would fit, but were not touched either.
     assert all(type(module.weight) is torch.nn.Parameter for module in model)
@@ -180,7 +180,7 @@ def test_leaving_out_the_qat_patterns_changes_nothing_in_post_training_quantizat
     assert any(pattern.is_qat for pattern in XNNPACKQuantizer.SUPPORTED_PATTERNS)
     model, inputs = _conv_bn_net()
     calibration = [inputs, (torch.randn(2, 3, 16, 16),)]
-    ours = quantization.quantize_pt2e(model, inputs, calibration, per_channel=per_channel)
+    ours = schemes.quantize_pt2e(model, inputs, calibration, per_channel=per_channel)
     reference = _quantize_with_every_pattern(model, inputs, calibration, per_channel)
     assert ours.code == reference.code
     ours_state, reference_state = ours.state_dict(), reference.state_dict()

@@ -27,10 +27,10 @@ from pathlib import Path
 import pytest
 
 from conftest import DOCS, GALLERY, SNIPPETS, table_rows
-from xnnguide.recipe_checks import facts
-from xnnguide.tools.quantization import SCHEMES
-from xnnguide.regions import read_regions
-from xnnguide.records import dependency_key, find_recipe, records_dir, stale_reason
+from xnnguide.core import facts
+from xnnguide.core.schemes import SCHEMES
+from xnnguide.core.regions import read_regions
+from xnnguide.core.records import dependency_key, find_recipe, records_dir, stale_reason
 
 PAGE = DOCS / "guides" / "quantization.md"
 RECIPE_LINK = re.compile(r"\{doc\}`\.\./gallery/(?:\w+/)?(\w+)`")
@@ -83,7 +83,7 @@ def static_problems(rows: list[Row], snippets: Path) -> list[str]:
     for row in rows:
         where = f"{PAGE.name}:{row.line}"
         if row.scheme not in SCHEMES:
-            problems.append(f"{where}: {row.scheme!r} is not a scheme of xnnguide.tools.quantization "
+            problems.append(f"{where}: {row.scheme!r} is not a scheme of xnnguide.core.schemes "
                             f"({', '.join(SCHEMES)})")
         if not row.recipes:
             problems.append(f"{where}: row {row.scheme!r} links no recipe")
@@ -215,7 +215,7 @@ def scheme_code_problems(shown: list[Include]) -> list[str]:
     """Schemes whose code, under 'The code of each scheme', is missing or lacks a defining call."""
     problems = []
     if set(SCHEME_CODE) != set(SCHEMES):
-        problems.append(f"SCHEME_CODE lists {sorted(SCHEME_CODE)}, xnnguide.tools.quantization has "
+        problems.append(f"SCHEME_CODE lists {sorted(SCHEME_CODE)}, xnnguide.core.schemes has "
                         f"{sorted(SCHEMES)}: say what each new scheme's code must call")
     code: dict[str, list[str]] = {scheme: [] for scheme in SCHEMES}
     for include in shown:
@@ -394,7 +394,7 @@ def _fake_recipe(snippets: Path) -> Path:
         "m = convert_pt2e(prepare_pt2e(g, q))\n"
         "# [end static]\n"
         "# [start private]\n"
-        "from xnnguide.tools.quantization import quantize\n"
+        "from xnnguide.core.schemes import quantize\n"
         "# [end private]\n"
     )
     return snippets
@@ -407,10 +407,10 @@ def test_shown_code_from_outside_the_recipes_or_with_private_imports_is_reported
         "## The code of each scheme\n"
         "```{literalinclude} ../snippets/recipe.py\n:start-after: \"# [start static]\"\n```\n"
         "```{literalinclude} ../snippets/recipe.py\n:start-after: \"# [start private]\"\n```\n"
-        "```{literalinclude} ../xnnguide/tools/quantization.py\n:pyobject: quantize\n```\n"
+        "```{literalinclude} ../xnnguide/core/schemes.py\n:pyobject: quantize\n```\n"
     )
     problems = "\n".join(source_problems(includes(markdown, page_dir), snippets))
-    assert "imports xnnguide.tools.quantization" in problems
+    assert "imports xnnguide.core.schemes" in problems
     assert "quantization.py, which is not a recipe" in problems
     assert "[static]" not in problems
 

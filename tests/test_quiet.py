@@ -1,4 +1,4 @@
-"""xnnguide.quiet: a recipe that times something stops the other running recipes, and only for as long as it
+"""xnnguide.core.quiet: a recipe that times something stops the other running recipes, and only for as long as it
 holds the machine."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from pathlib import Path
 import psutil
 import pytest
 
-from xnnguide import quiet
+from xnnguide.core import quiet
 
 ROOT = Path(__file__).resolve().parents[1]
 # A recipe process: registers, starts a child of its own (as a recipe starts an exporter), then spins.
 RECIPE = """
 import subprocess, sys
 from pathlib import Path
-from xnnguide import quiet
+from xnnguide.core import quiet
 quiet.register()
 subprocess.Popen([sys.executable, "-c", "while True: pass"])
 Path(sys.argv[1]).touch()
@@ -29,7 +29,7 @@ while True:
 DYING_HOLDER = """
 import os, sys
 from pathlib import Path
-from xnnguide import quiet
+from xnnguide.core import quiet
 quiet.register()
 quiet.hold()
 Path(sys.argv[1]).touch()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from xnnguide.reader_code import ReaderCodeError, check, reader_lines, reader_source
+from xnnguide.core.reader_code import ReaderCodeError, check, reader_lines, reader_source
 
 RECIPE = '''"""
 A recipe
@@ -23,7 +23,7 @@ model = torch.nn.Linear(2, 2)
 # [end model]
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks import facts
+from xnnguide.core import facts
 
 # sphinx_gallery_parallel = False
 facts.record("weights", model.weight.numel())
@@ -86,7 +86,7 @@ def test_unbalanced_ignore_blocks_are_an_error():
 
 
 def test_pages_that_show_xnnguide_code_are_reported(tmp_path):
-    page = write(tmp_path, "page.md", "# Page\n\n```{literalinclude} %s\n```\n\n```python\nfrom xnnguide.recipe_checks import facts\n```\n"
+    page = write(tmp_path, "page.md", "# Page\n\n```{literalinclude} %s\n```\n\n```python\nfrom xnnguide.core import facts\n```\n"
                  % (ROOT / "xnnguide" / "facts.py"))
     console = write(tmp_path, "tool.md", "```console\n$ python -m xnnguide.tools.aot_compiler --help\n```\n")
     problems = check([page, console])
@@ -97,10 +97,10 @@ def test_the_command_names_each_problem_and_fails(tmp_path):
     text = RECIPE.replace("print(model", "print(facts, model")
     bad = write(tmp_path, "bad.py", text)
     line = text.splitlines().index("print(facts, model(torch.ones(1, 2)))") + 1
-    done = subprocess.run([sys.executable, "-m", "xnnguide.reader_code", str(bad)], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "xnnguide.core.reader_code", str(bad)], cwd=ROOT,
                           capture_output=True, text=True)
     assert done.returncode == 1 and f"{bad}:{line}: reader code: undefined name 'facts'" in done.stdout
-    missing = subprocess.run([sys.executable, "-m", "xnnguide.reader_code", str(tmp_path / "nope.py")], cwd=ROOT,
+    missing = subprocess.run([sys.executable, "-m", "xnnguide.core.reader_code", str(tmp_path / "nope.py")], cwd=ROOT,
                              capture_output=True, text=True)
     assert missing.returncode == 2 and missing.stderr.startswith("error: no such file or folder")
 

@@ -5,7 +5,7 @@ and run them the way a reader who has only
 ``pip install executorch torchvision torchao`` would: a new interpreter, in
 an empty temporary folder, with this checkout off ``sys.path`` (no
 ``PYTHONPATH``) and therefore no ``xnnguide``. Every other recipe's download
-is covered by the static check ``python -m xnnguide.reader_code`` (pyflakes
+is covered by the static check ``python -m xnnguide.core.reader_code`` (pyflakes
 on the same reader copy), and by the build, which runs every recipe; that
 each download is that reader copy is checked in ``test_site_files.py``. The
 README's example is not run on its own: it is checked to be how one of the
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from xnnguide.regions import copied_blocks
+from xnnguide.core.regions import copied_blocks
 
 pytestmark = pytest.mark.build
 

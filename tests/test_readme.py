@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from conftest import ROOT
-from xnnguide.regions import check_markdown, copied_blocks
+from xnnguide.core.regions import check_markdown, copied_blocks
 
 
 def test_readme_has_a_checked_python_example():

@@ -8,8 +8,8 @@ from collections import Counter
 import pytest
 
 from conftest import GALLERY, ROOT, SNIPPETS, runs_alone
-from xnnguide.results import check_recipes
-from xnnguide.records import declared_files, load_run_record, recipe_files, records_dir
+from xnnguide.core.results import check_recipes
+from xnnguide.core.records import declared_files, load_run_record, recipe_files, records_dir
 from xnnguide.site.pool import starts_early
 
 pytestmark = pytest.mark.build

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from xnnguide.regions import RegionError, check_markdown, fix_markdown, main, read_regions
+from xnnguide.core.regions import RegionError, check_markdown, fix_markdown, main, read_regions
 
 RECIPE = textwrap.dedent(
     """\
@@ -63,7 +63,7 @@ def test_matching_copy_passes_and_drift_is_reported_with_a_diff(tmp_path):
     [problem] = check_markdown(bad, tmp_path)
     assert problem.startswith(f"{bad}:5: ")
     assert "differs from" in problem and "regions lower, run" in problem
-    assert "python -m xnnguide.regions --fix" in problem
+    assert "python -m xnnguide.core.regions --fix" in problem
 
 
 def test_fix_rewrites_the_copy(tmp_path):

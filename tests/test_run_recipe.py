@@ -1,4 +1,4 @@
-"""`python -m xnnguide.run_recipe` runs one recipe alone and judges it."""
+"""`python -m xnnguide.tools.run_recipe` runs one recipe alone and judges it."""
 
 from __future__ import annotations
 
@@ -9,20 +9,20 @@ import sys
 from pathlib import Path
 
 from conftest import ROOT
-from xnnguide.records import DEFAULT_BUDGET_SECONDS
+from xnnguide.core.records import DEFAULT_BUDGET_SECONDS
 
 
 def run(recipe, cwd=ROOT) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     facts = Path(recipe).parent / "facts"
-    return subprocess.run([sys.executable, "-m", "xnnguide.run_recipe", str(recipe), "--facts-dir", str(facts)],
+    return subprocess.run([sys.executable, "-m", "xnnguide.tools.run_recipe", str(recipe), "--facts-dir", str(facts)],
                           cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
 
 
 def test_a_passing_recipe_reports_pass_time_and_facts(tmp_path):
     recipe = tmp_path / "tiny_ok.py"
-    recipe.write_text('"""\nOk\n==\n"""\nfrom pathlib import Path\nfrom xnnguide.recipe_checks import facts\n'
+    recipe.write_text('"""\nOk\n==\n"""\nfrom pathlib import Path\nfrom xnnguide.core import facts\n'
                       'Path("made.pte").write_bytes(b"x")\nfacts.record("answer", 42, "forty-two")\n')
     result = run(str(recipe))
     assert result.returncode == 0, result.stdout + result.stderr
@@ -93,7 +93,7 @@ def test_a_failure_ends_with_one_line_naming_the_recipe_line_and_the_innermost_f
 
 def test_the_build_check_names_the_recipe_line_then_the_innermost_frame(tmp_path):
     # What `python -m xnnguide.doccheck --build` reports reads the traceback a failed build recorded.
-    from xnnguide.results import failure_line
+    from xnnguide.core.results import failure_line
 
     recipe = tmp_path / "snippets" / "model_recipe.py"
     traceback = (f'Traceback (most recent call last):\n  File "/venv/sphinx_gallery/gen_rst.py", line 800, in '

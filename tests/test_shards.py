@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from sitecopy import build, build_summary, executions, make_site, records, touch_text
-from xnnguide import shards
-from xnnguide.records import write_run_record
+from xnnguide.core import shards
+from xnnguide.core.records import write_run_record
 
 GAMMA = '''"""
 Tiny gamma
@@ -39,7 +39,7 @@ import matplotlib.pyplot as plt
 plt.plot([0, 1], [0, 2])
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks import facts
+from xnnguide.core import facts
 
 facts.record("points", 2)
 # sphinx_gallery_end_ignore
@@ -70,7 +70,7 @@ def build_shard(root: Path, shard: str, folder: Path) -> subprocess.CompletedPro
 
 def merge(root: Path, *folders: Path) -> subprocess.CompletedProcess[str]:
     """``make merge-shards`` in *root*."""
-    return subprocess.run([sys.executable, "-m", "xnnguide.shards", *map(str, folders)], cwd=root,
+    return subprocess.run([sys.executable, "-m", "xnnguide.core.shards", *map(str, folders)], cwd=root,
                           env=dict(os.environ, PYTHONPATH=str(root)), capture_output=True, text=True, timeout=120)
 
 

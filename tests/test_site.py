@@ -7,8 +7,8 @@ import re
 import pytest
 
 from conftest import GALLERY, SNIPPETS, page_text, recipe, shown_facts, table_rows
-from xnnguide.recipe_checks import facts
-from xnnguide.records import recipe_files, records_dir
+from xnnguide.core import facts
+from xnnguide.core.records import recipe_files, records_dir
 
 
 

@@ -13,8 +13,8 @@ import pytest
 
 from conftest import DOCS, GALLERY, SNIPPETS, soup
 
-from xnnguide.reader_code import reader_source
-from xnnguide.records import recipe_files
+from xnnguide.core.reader_code import reader_source
+from xnnguide.core.records import recipe_files
 
 #: Lines that are the site's, not the reader's.
 SITE_LINES = re.compile(r"xnnguide|sphinx_gallery_(?:start|end)_ignore|# \[(?:start|end) ")
@@ -63,7 +63,7 @@ def test_every_internal_link_and_anchor_resolves(built_site):
 
 def test_every_recipe_page_offers_the_reader_copy_as_py_ipynb_and_zip(built_site):
     # What a reader downloads is the recipe without the site's own lines:
-    # no ignore block, no region marker, no xnnguide (xnnguide.reader_code).
+    # no ignore block, no region marker, no xnnguide (xnnguide.core.reader_code).
     for source in recipe_files(SNIPPETS):
         page = built_site / "gallery" / source.relative_to(SNIPPETS).with_suffix(".html")
         links = [link for link in parse(page).links if "_downloads/" in link]

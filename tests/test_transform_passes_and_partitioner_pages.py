@@ -7,8 +7,8 @@ import inspect
 import pytest
 
 from conftest import DOCS, GALLERY, page_text, recipe, shown_facts, soup, table_rows
-from xnnguide.recipe_checks import facts
-from xnnguide.records import records_dir
+from xnnguide.core import facts
+from xnnguide.core.records import records_dir
 
 pytestmark = pytest.mark.build
 
@@ -88,7 +88,7 @@ def test_partitioner_page_covers_every_option_of_the_installed_partitioner(built
 
 def test_every_copy_of_read_delegation_is_the_same():
     """The pages show ``read_delegation`` once and say the other recipes use their own copy of it."""
-    from xnnguide.regions import read_regions
+    from xnnguide.core.regions import read_regions
 
     recipes = ["add_your_own_transform_pass", "compare_lowering_with_and_without_transform_passes",
                "lower_with_dynamic_shapes", "lower_with_legacy_to_edge_to_backend_flow",

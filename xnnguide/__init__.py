@@ -1,15 +1,12 @@
 """The machinery behind the executed XNNPACK lowering guide; readers never import it.
 
-Code a reader sees or downloads uses public packages only (:mod:`xnnguide.reader_code`
-checks that). The folders say who uses what:
+Code a reader sees or downloads uses public packages only (:mod:`xnnguide.core.reader_code` checks that).
+The package has two layers, and ``tests/test_layers.py`` reads every import to keep them:
 
-* the modules at the top are Sphinx-free and shared by the build, the checks, ``make recipe``
-  and the tests: :mod:`~xnnguide.records` (run records and when a recipe must run again),
-  :mod:`~xnnguide.regions` (marked regions of recipes and their copies),
-  :mod:`~xnnguide.reader_code` (what readers get), :mod:`~xnnguide.results`,
-  :mod:`~xnnguide.run_recipe` and :mod:`~xnnguide.environment`;
-* :mod:`xnnguide.site` is the Sphinx extension;
-* :mod:`xnnguide.doccheck` is the drift checker;
-* :mod:`xnnguide.recipe_checks` is what recipes import, in hidden blocks only;
-* :mod:`xnnguide.tools` holds the command-line tools: the AOT compiler and the benchmarks.
+* :mod:`xnnguide.core`, the bottom: run records, facts, regions, the environment, reading delegation,
+  quantization schemes, path display. It imports nothing of ours from above, and needs no Sphinx.
+* above it, four packages that import only ``core`` and themselves, never each other:
+  :mod:`xnnguide.site` (the Sphinx extension), :mod:`xnnguide.doccheck` (the drift checker),
+  :mod:`xnnguide.tools` (the command-line tools) and :mod:`xnnguide.recipe_checks` (what recipes' hidden
+  blocks call to check their claims).
 """

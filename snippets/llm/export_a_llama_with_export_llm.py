@@ -262,7 +262,7 @@ print({name: round(value, 3) for name, value in perplexities.items()})
 # counts the tokens after the first over the time after it.
 
 # sphinx_gallery_start_ignore
-from xnnguide import quiet
+from xnnguide.core import quiet
 
 held = quiet.hold()  # the other recipes of the build stop while this one times
 # sphinx_gallery_end_ignore
@@ -371,7 +371,7 @@ import shlex
 
 from executorch.examples.models.llama.export_llama_lib import _prepare_for_llama_export
 
-from xnnguide.recipe_checks import facts
+from xnnguide.core import facts
 
 
 def greedy_tokens(forward, steps):

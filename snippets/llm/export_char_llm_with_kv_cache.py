@@ -350,7 +350,7 @@ for name, tokens in pte_tokens.items():
 # are medians of five runs, with one thread.
 
 # sphinx_gallery_start_ignore
-from xnnguide import quiet
+from xnnguide.core import quiet
 
 held = quiet.hold()  # the other recipes of the build stop while this one times
 # sphinx_gallery_end_ignore
@@ -433,7 +433,8 @@ print(f"single file: {os.path.getsize(f'char_llm_{scheme}.pte')} bytes; "
 # [end llm_ptd]
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks import facts, quantization
+from xnnguide.core import facts
+from xnnguide.recipe_checks import quantization
 
 quantization.record_min_sqnr(MIN_SQNR_DB)
 facts.record("sqnr_scheme", sqnr, f"{sqnr:.1f} dB")

@@ -104,8 +104,8 @@ for name, session in [("as shipped", shipped), ("with transform passes", with_pa
 # [end compare]
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks import facts
-from xnnguide.recipe_checks.delegation import delegate_calls
+from xnnguide.core import facts
+from xnnguide.core.delegation import delegate_calls
 
 assert eager_output.abs().max().item() > 0.05, "outputs too small for atol=1e-5 to mean anything"
 # The site's helpers read the delegates' own graphs, which serialisation leaves alone:

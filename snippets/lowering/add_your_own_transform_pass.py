@@ -21,7 +21,7 @@ from executorch.backends.xnnpack.utils.configs import get_transform_passes
 print(inspect.signature(get_transform_passes).replace(return_annotation=inspect.Signature.empty))
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks import facts
+from xnnguide.core import facts
 
 assert "additional_passes" in inspect.signature(get_transform_passes).parameters
 # sphinx_gallery_end_ignore
@@ -139,7 +139,7 @@ for name, passes in [("XNNPACK's passes", passes_alone), ("with CubeAsMultiplyPa
 # [end lower_with_own_pass]
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks.delegation import delegate_calls, ops_inside_delegates, ops_outside_delegates
+from xnnguide.core.delegation import delegate_calls, ops_inside_delegates, ops_outside_delegates
 
 # Yours come after XNNPACK's, in the order given.
 assert [type(p) for p in passes_with_mine] == [type(p) for p in passes_alone] + [CubeAsMultiplyPass]

@@ -39,7 +39,7 @@ for transform in get_transform_passes():
 # [end list_passes]
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks import facts
+from xnnguide.core import facts
 
 transforms = get_transform_passes()
 assert transforms, "get_transform_passes() returned nothing"
@@ -189,7 +189,7 @@ for name, edge_program in [("without transform_passes", without_passes), ("with 
 # [end compare_delegation]
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks.delegation import delegate_calls, ops_inside_delegates, ops_outside_delegates
+from xnnguide.core.delegation import delegate_calls, ops_inside_delegates, ops_outside_delegates
 
 # read_delegation agrees with the site's own helpers, and with get_delegation_info.
 for checked in (without_passes, with_passes):

@@ -28,7 +28,7 @@ PyTorch.
 # its time, several times that of the other lowering recipes.
 # xnnguide_budget_seconds = 900
 # xnnguide_start_early = True
-# xnnguide_depends_on = ../../docs/guides/aot_compiler/patch_classifier.py ../../docs/guides/aot_compiler/data_dependent.py ../../docs/guides/aot_compiler/char_decoder.py ../../xnnguide/tools/model_zoo.py ../../xnnguide/tools/quantization.py
+# xnnguide_depends_on = ../../docs/guides/aot_compiler/patch_classifier.py ../../docs/guides/aot_compiler/data_dependent.py ../../docs/guides/aot_compiler/char_decoder.py ../../xnnguide/tools/model_zoo.py ../../xnnguide/core/schemes.py
 import contextlib
 import io
 import os
@@ -39,7 +39,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from xnnguide.recipe_checks import facts
+from xnnguide.core import facts
 from xnnguide.tools import aot_compiler
 
 # sphinx-gallery and `make recipe` run a cell from the recipe's folder, snippets/<task>/.
@@ -118,7 +118,7 @@ facts.record("threads", torch.get_num_threads())
 # The group size of --quantize 8da4w, which the AOT compiler page quotes.
 import inspect
 
-from xnnguide.tools.quantization import quantize_8da4w
+from xnnguide.core.schemes import quantize_8da4w
 
 facts.record("group_size_8da4w", inspect.signature(quantize_8da4w).parameters["group_size"].default)
 # sphinx_gallery_end_ignore

@@ -89,7 +89,7 @@ for recipe_type in XNNPackRecipeType:
 # sphinx_gallery_start_ignore
 from torchao.quantization.granularity import PerGroup
 
-from xnnguide.recipe_checks import facts
+from xnnguide.core import facts
 
 recipes = {recipe_type: ExportRecipe.get_recipe(recipe_type) for recipe_type in XNNPackRecipeType}
 misnamed = recipes[XNNPackRecipeType.TORCHAO_INT8_DYNAMIC_ACT_INT4_WEIGHT_PER_TENSOR]

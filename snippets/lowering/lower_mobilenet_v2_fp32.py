@@ -87,7 +87,7 @@ print(f".pte size: {os.path.getsize('mobilenet_v2_xnnpack_fp32.pte'):,} bytes")
 # [end summary]
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks import facts
+from xnnguide.core import facts
 
 assert delegation.num_delegated_subgraphs >= 1, "XNNPACK took nothing"
 assert delegation.num_delegated_nodes > 10 * delegation.num_non_delegated_nodes

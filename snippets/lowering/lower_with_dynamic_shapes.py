@@ -119,8 +119,8 @@ with open("tiny_classifier_dynamic.pte", "wb") as file:
 # [end dynamic_lower]
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks import facts
-from xnnguide.recipe_checks.delegation import delegate_calls, ops_inside_delegates, ops_outside_delegates
+from xnnguide.core import facts
+from xnnguide.core.delegation import delegate_calls, ops_inside_delegates, ops_outside_delegates
 
 assert read_delegation(graph_module) == (
     delegate_calls(graph_module), ops_outside_delegates(graph_module), ops_inside_delegates(graph_module)

@@ -182,7 +182,7 @@ print("outside, legacy:", describe(legacy["outside"]))
 print("deprecation warning:", warnings_seen.messages[0])
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks import facts
+from xnnguide.core import facts
 
 assert warnings_seen.messages and all("DEPRECATION" in m for m in warnings_seen.messages)
 facts.record("deprecation_warning", warnings_seen.messages[0], warnings_seen.messages[0])

@@ -122,7 +122,7 @@ print(missing_kernels_error)
 # [end missing_out_variants]
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks import facts
+from xnnguide.core import facts
 
 assert missing_kernels_error.startswith("RuntimeError: Missing out variants: {"), missing_kernels_error
 assert "quantized_decomposed::dequantize_per_tensor" in missing_kernels_error, missing_kernels_error

@@ -36,7 +36,7 @@ for name, default in config_keywords:
 # [end partitioner_signature]
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks import facts
+from xnnguide.core import facts
 
 own = {n: p for n, p in inspect.signature(XnnpackPartitioner.__init__).parameters.items() if n != "self"}
 assert {"configs", "config_precisions", "per_op_mode", "verbose", "kwargs"} <= set(own), own

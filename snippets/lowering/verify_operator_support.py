@@ -39,7 +39,8 @@ print("fp32:", ", ".join(sorted(target for target, precision in claims if precis
 # It lowers and runs dozens of probe programs, several times longer than most
 # recipes: start it first, so that the short ones fill the other cores.
 # xnnguide_start_early = True
-from xnnguide.recipe_checks import facts, operator_probes
+from xnnguide.core import facts
+from xnnguide.recipe_checks import operator_probes
 
 # The reader's list of claims is the one the site's probes check.
 precision_names = {"FP32": operator_probes.FP32, "STATIC_QUANT": operator_probes.INT8,

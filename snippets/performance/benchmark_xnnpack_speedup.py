@@ -40,7 +40,7 @@ cores = os.cpu_count() or 1
 print(f"CPU: {cpu}, {cores} logical cores ({platform.machine()})")
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks import facts
+from xnnguide.core import facts
 
 facts.record("cpu", cpu)
 facts.record("cores", cores)
@@ -300,7 +300,7 @@ RUNS = {"eager": 15, "portable": 3, "XNNPACK fp32": 20, "XNNPACK int8": 20}
 WARMUP = {"eager": 2, "portable": 1, "XNNPACK fp32": 3, "XNNPACK int8": 3}
 
 # sphinx_gallery_start_ignore
-from xnnguide import quiet
+from xnnguide.core import quiet
 
 held = quiet.hold()  # the other recipes of the build stop while this one times
 # sphinx_gallery_end_ignore

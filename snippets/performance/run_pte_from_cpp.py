@@ -115,7 +115,7 @@ import hashlib
 import re
 import shlex
 
-from xnnguide.recipe_checks import facts
+from xnnguide.core import facts
 
 assert runner.is_file() and (build_dir / "runner_without_xnnpack").is_file()
 compiled = len(re.findall(r"Building CXX object", build_log))

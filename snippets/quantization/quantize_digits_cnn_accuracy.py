@@ -257,7 +257,8 @@ for name in ("fp32 eager", "int8-static .pte", "int8-static-qat eager", "int8-st
 # sphinx_gallery_start_ignore
 import os
 
-from xnnguide.recipe_checks import facts, quantization
+from xnnguide.core import facts
+from xnnguide.recipe_checks import quantization
 
 qat_seconds = time.perf_counter() - qat_start
 quantization.record_min_sqnr(MIN_SQNR_DB)

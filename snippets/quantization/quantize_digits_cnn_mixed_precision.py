@@ -233,7 +233,8 @@ for name, (value, size) in results.items():
 # [end mixed_run]
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks import facts, quantization
+from xnnguide.core import facts
+from xnnguide.recipe_checks import quantization
 
 # xnnguide_budget_seconds = 120
 quantization.record_min_sqnr(MIN_SQNR_DB)

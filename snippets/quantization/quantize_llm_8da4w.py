@@ -262,7 +262,8 @@ print(f".pte size, 8da4w / fp32: {size_ratio:.2f}")
 # [end quant_8da4w_run]
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks import facts, quantization
+from xnnguide.core import facts
+from xnnguide.recipe_checks import quantization
 
 # Groups of 32 must tile every quantized row: the prose promises it.
 widths = [m.in_features for m in model.modules() if isinstance(m, torch.nn.Linear)]

@@ -157,7 +157,8 @@ print(f".pte size, int8 / fp32: {size_ratio:.2f}")
 # [end quant_dynamic_run]
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks import facts, quantization
+from xnnguide.core import facts
+from xnnguide.recipe_checks import quantization
 
 output_scale = fp32_output.abs().max().item()
 # Vanishing outputs (untrained networks can shrink them to ~1e-9) would make

@@ -193,7 +193,8 @@ print(f".pte size, int8 / fp32: {size_ratio:.2f}")
 # times longer than most recipes: start it first, so that the short ones fill
 # the other cores.
 # xnnguide_start_early = True
-from xnnguide.recipe_checks import facts, quantization
+from xnnguide.core import facts
+from xnnguide.recipe_checks import quantization
 
 quantization.record_min_sqnr(MIN_SQNR_DB)
 # int8 weights: the program must shrink to well under half of fp32.

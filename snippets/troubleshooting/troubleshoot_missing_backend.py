@@ -23,7 +23,7 @@ print("XnnpackBackend available:", runtime.backend_registry.is_available("Xnnpac
 # [end missing_backend_registry]
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks import facts
+from xnnguide.core import facts
 
 registered = runtime.backend_registry.registered_backend_names
 assert "XnnpackBackend" in registered, registered

@@ -56,7 +56,7 @@ print(table.to_string(index=False))
 # [end partial_lower]
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks import facts
+from xnnguide.core import facts
 
 by_operator = {row.op_type: row for row in table.itertuples()}
 assert by_operator["aten_cumsum_default"].occurrences_in_non_delegated_graphs == 1

@@ -78,7 +78,7 @@ verbose_only = lower(verbose=True)
 print(verbose_only)
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks import facts
+from xnnguide.core import facts
 
 verbose_lines = verbose_only.strip().splitlines()
 assert verbose_lines == [

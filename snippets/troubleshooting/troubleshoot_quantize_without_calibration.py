@@ -68,7 +68,7 @@ for message in sorted(set(uncalibrated_warnings)):
 # [end nocal_quantize]
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks import facts
+from xnnguide.core import facts
 
 assert calibrated_warnings == [], calibrated_warnings
 distinct = sorted({" ".join(message.split()) for message in uncalibrated_warnings})

@@ -46,7 +46,7 @@ print(program.metadata("forward"))
 # [end inputs_metadata]
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks import facts
+from xnnguide.core import facts
 
 meta = str(program.metadata("forward"))
 assert "sizes=[2, 16], dtype=Float" in meta, meta

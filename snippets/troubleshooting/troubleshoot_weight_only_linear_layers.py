@@ -75,7 +75,7 @@ print(f"fp32: max |pte - eager| = {max_error(fp32_pte_output, fp32_output):.1e},
       f"largest |output| = {fp32_output.abs().max().item():.2f}")
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks import facts
+from xnnguide.core import facts
 
 output_scale = fp32_output.abs().max().item()
 # A tolerance of 1e-5 means something only if the outputs are not tiny.
@@ -236,7 +236,7 @@ print("operators outside XNNPACK:", [
 # [end wonly_pt2e]
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks.delegation import ops_outside_delegates
+from xnnguide.core.delegation import ops_outside_delegates
 
 pt2e_error = max_error(pt2e_pte_output, pt2e_eager_output)
 pt2e_vs_fp32 = max_error(pt2e_pte_output, fp32_output)
@@ -319,7 +319,7 @@ facts.record("file_ended_by", ended_by)
 # from eager fp32.
 
 # sphinx_gallery_start_ignore
-from xnnguide import quiet
+from xnnguide.core import quiet
 
 held = quiet.hold()  # the speed table below: the other recipes of the build stop while this one times
 # sphinx_gallery_end_ignore

@@ -8,7 +8,8 @@ import os
 import sys
 from pathlib import Path
 
-from xnnguide.doccheck.checker import ALL_RULES, FATES, RULES, STATIC_RULES, Options, Report, check
+from xnnguide.core.records import FATES
+from xnnguide.doccheck.checker import ALL_RULES, RULES, STATIC_RULES, Options, Report, check
 from xnnguide.doccheck.pages import InputError
 
 

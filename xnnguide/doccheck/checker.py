@@ -12,7 +12,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xnnguide import regions
+from xnnguide.core import regions
+from xnnguide.core.records import FATES
 from xnnguide.doccheck import pages, transforms
 from xnnguide.doccheck.pages import CodeBlock, Document, Finding, InputError, display
 
@@ -27,8 +28,6 @@ RULES = {
 }
 ALL_RULES = frozenset(name for names in RULES.values() for name in names) | {"parse"}
 STATIC_RULES = ALL_RULES - {"ledger", "recipe", "run"}
-FATES = {"included": "included from a recipe region", "copy": "verified copy of a recipe region",
-         "doctest": "doctest", "executed": "executed", "not-run": "marked not-run", "other": "not Python"}
 SKIP_DIRS = frozenset({"_build", "node_modules", "__pycache__", "site-packages"})
 GALLERY_ONLY = re.compile(r"^\s*# \[gallery-only ((?:[A-Za-z0-9_-]+\s*)+)\]\s*$")
 _PYTHONISH = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.With, ast.For)
@@ -222,7 +221,7 @@ def assign_fates(document: Document, project: Project, used: dict[Path, set[str]
                         f"the block is no longer a copy of {marker.source} (regions {' '.join(marker.regions)}): "
                         f"expected {(want + ['(end of the regions)'])[index]!r}, "
                         f"found {(have + ['(end of the block)'])[index]!r}",
-                        f"rewrite it from the recipe: python -m xnnguide.regions --fix {shown}"
+                        f"rewrite it from the recipe: python -m xnnguide.core.regions --fix {shown}"
                         if document.path.suffix != ".rst" else "copy the regions into the block again")
         else:
             block.fate, block.detail = ("doctest", "runs as a doctest") if block.is_doctest else (
@@ -288,7 +287,7 @@ def duplicates(documents: list[Document], min_words: int = 12, threshold: float 
 
 def recipe_status(source: Path, project: Project) -> tuple[bool, str]:
     """Whether the recipe a block shows passed its last run in its current form."""
-    from xnnguide.records import load_run_record, stale_reason
+    from xnnguide.core.records import load_run_record, stale_reason
 
     if source.resolve() not in {recipe.resolve() for recipe in project.recipes}:
         return False, f"{display(source)} is not a recipe the build runs"
@@ -326,7 +325,7 @@ def build_ledger(documents: list[Document], project: Project, outcomes: dict | N
 
 def check_build(project: Project, documents: list[Document], options: Options) -> list[Finding]:
     """Rule 6 against the last build: every recipe's run record, and the ledger the build published."""
-    from xnnguide.results import check_recipes
+    from xnnguide.core.results import check_recipes
 
     if project.gallery is None:
         return [Finding(display(options.root), 1, "ledger", "no sphinx-gallery folder is configured, so there are "

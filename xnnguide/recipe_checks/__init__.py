@@ -1,3 +1,4 @@
-"""What recipes import, in their hidden blocks only: :mod:`.facts` to record measured figures for
-the pages, and helpers that check a recipe's claims (:mod:`.delegation`, :mod:`.operator_probes`,
-:mod:`.runtime_errors`). Code a reader sees never imports them."""
+"""What recipes import in their hidden blocks to check their claims: :mod:`.operator_probes` (what the
+partitioner claims, operator by operator), :mod:`.quantization` (the figures every quantization recipe records)
+and :mod:`.runtime_errors` (the runtime's error codes by name). Recipes record figures with
+:mod:`xnnguide.core.facts`. Code a reader sees never imports any of them."""

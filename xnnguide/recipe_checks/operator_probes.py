@@ -28,8 +28,8 @@ from typing import Callable  # typing.Callable: Sphinx resolves it without an in
 import torch
 import torch.nn.functional as F
 
-from xnnguide.recipe_checks.delegation import delegated_graphs, op_name, ops_outside_delegates
-from xnnguide.tools.quantization import quantize_pt2e
+from xnnguide.core.delegation import delegated_graphs, op_name, ops_outside_delegates
+from xnnguide.core.schemes import quantize_pt2e
 
 #: Column names of the three precisions, in table order.
 FP32, INT8, DYNAMIC_INT8 = "fp32", "int8 (static)", "int8 (dynamic)"

@@ -1,6 +1,6 @@
 """What every quantization recipe records for the Quantization page.
 
-The quantization itself lives in :mod:`xnnguide.tools.quantization`; this
+The quantization itself lives in :mod:`xnnguide.core.schemes`; this
 module only turns a recipe's measured programs into facts and a table.
 """
 
@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from xnnguide.recipe_checks import facts
+from xnnguide.core import facts
+from xnnguide.core.schemes import MIN_SQNR_DB
 
 
 def record_results(scheme: str, fp32_pte: str | os.PathLike[str], quantized_pte: str | os.PathLike[str],
@@ -23,7 +24,7 @@ def record_results(scheme: str, fp32_pte: str | os.PathLike[str], quantized_pte:
     the relative errors, shown with *digits* decimals; a ``results`` table
     with one row per program, its error column headed "vs *eager* eager";
     and ``schemes``, the scheme this recipe ran end to end. Figures only one
-    recipe reports, it records itself with :func:`xnnguide.recipe_checks.facts.record`.
+    recipe reports, it records itself with :func:`xnnguide.core.facts.record`.
     """
     fp32_size, quantized_size = os.path.getsize(fp32_pte), os.path.getsize(quantized_pte)
     size_ratio = quantized_size / fp32_size
@@ -51,16 +52,11 @@ def record_results(scheme: str, fp32_pte: str | os.PathLike[str], quantized_pte:
     facts.record("schemes", [scheme], scheme)
 
 
-#: The one tolerance of every int8 program this site checks against the eager
-#: int8 model it was lowered from: the SQNR of the program's outputs, in dB,
-#: must reach it. Recipes show it to readers as ``MIN_SQNR_DB`` and pass it to
-#: :func:`record_min_sqnr`, which fails if the two ever differ.
-MIN_SQNR_DB = 10.0
 
 
 def record_min_sqnr(shown: float) -> None:
     """Check the ``MIN_SQNR_DB`` a recipe shows against :data:`MIN_SQNR_DB`; record it as ``min_sqnr_db``."""
     if shown != MIN_SQNR_DB:
         raise AssertionError(f"the recipe checks at MIN_SQNR_DB = {shown:g}, the site's floor is {MIN_SQNR_DB:g} dB "
-                             "(xnnguide.recipe_checks.quantization.MIN_SQNR_DB): use one value")
+                             "(xnnguide.core.schemes.MIN_SQNR_DB): use one value")
     facts.record("min_sqnr_db", MIN_SQNR_DB, f"{MIN_SQNR_DB:g} dB")

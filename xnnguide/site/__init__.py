@@ -11,8 +11,8 @@
 * :mod:`.navigation`: the header and sidebar by kind of page;
 * :mod:`.summary`: failed recipes and lost includes, one line each, at the end.
 
-Run records themselves are Sphinx-free (:mod:`xnnguide.records`), so the checker, ``make recipe`` and the tests
-read them without Sphinx.
+Run records themselves are Sphinx-free (:mod:`xnnguide.core.records`), so the checker, ``make recipe`` and the tests
+read them without Sphinx. The extension imports only itself and :mod:`xnnguide.core`.
 """
 
 from __future__ import annotations

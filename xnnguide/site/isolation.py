@@ -14,7 +14,7 @@ process that asked for the run watches it:
 
 A recipe stopped in any of these ways is an ordinary failing example for sphinx-gallery: its page is written
 without outputs, the build goes on, and ends failing with the recipe's file, line and reason. Its run record
-says ``failed``, so the next build runs it again (:func:`xnnguide.records.stale_reason`).
+says ``failed``, so the next build runs it again (:func:`xnnguide.core.records.stale_reason`).
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ from joblib._parallel_backends import ParallelBackendBase
 from sphinx_gallery import gen_rst
 from sphinx_gallery.utils import get_md5sum
 
-from xnnguide import quiet
-from xnnguide.records import helper_modules, imported_modules, recipe_files, shown
-from xnnguide.results import failure_line
+from xnnguide.core import quiet
+from xnnguide.core.records import helper_modules, imported_modules, recipe_files, shown
+from xnnguide.core.results import failure_line
 from xnnguide.site import recipes
 
 #: How long after its time budget a child that did not stop itself is killed.
@@ -108,7 +108,7 @@ def generate_file_rst(fname: str, target_dir: str, src_dir: str, gallery_conf: d
         return _original(*args)
     recipes.execution_order.append(Path(fname).stem)
     try:
-        ran = run(args, recipes._in_worker())
+        ran = run(args, recipes.in_worker())
     except ValueError as error:
         return failed(args, str(error), 0.0)
     return result(args, ran)
@@ -271,7 +271,7 @@ def _child(payload: bytes, send: Any, trace: str, seconds: float) -> None:
     args, env, path, cwd = cloudpickle.loads(payload)
     os.environ.clear()
     os.environ.update(env)
-    quiet.register()  # a recipe that times something may stop this one for a moment (xnnguide.quiet)
+    quiet.register()  # a recipe that times something may stop this one for a moment (xnnguide.core.quiet)
     sys.path[:] = path
     os.chdir(cwd)
     out = open(trace, "w")  # noqa: SIM115 - open until the process ends

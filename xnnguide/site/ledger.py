@@ -19,21 +19,20 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from xnnguide.doccheck.checker import FATES
-from xnnguide.records import records_dir
-from xnnguide.site.recipes import _gallery, _table
+from xnnguide.core.records import FATES, records_dir
+from xnnguide.site.recipes import gallery_dir, rst_table
 
 logger = logging.getLogger(__name__)
 
 
 def _start(app: Sphinx) -> None:
-    (records_dir(_gallery(app)) / "ledger.json").unlink(missing_ok=True)
+    (records_dir(gallery_dir(app)) / "ledger.json").unlink(missing_ok=True)
 
 
 class ExecutionLedgerDirective(SphinxDirective):
     def run(self) -> list[nodes.Node]:
         self.env.note_reread()  # the ledger is about every page: rebuild it every time
-        app, confdir, gallery = self.env.app, Path(self.env.app.confdir), _gallery(self.env)
+        app, confdir, gallery = self.env.app, Path(self.env.app.confdir), gallery_dir(self.env)
         target = records_dir(gallery) / "ledger.json"
         command = [sys.executable, "-m", "xnnguide.doccheck", "--run", "--rules", "5,6", "--quiet", "--root",
                    str(confdir), "--ledger-json", str(target), "--conf", str(confdir / "conf.py"),
@@ -59,7 +58,7 @@ class ExecutionLedgerDirective(SphinxDirective):
         for page in dict.fromkeys(entry["path"] for entry in entries):
             rows = [[str(e["line"]), e["language"] or "-", FATES.get(e["fate"], "no fate") if e["ok"] else
                      f"NO FATE ({e['fate'] or 'none'})", e["detail"]] for e in entries if e["path"] == page]
-            result += [nodes.rubric(text=page), _table(["Line", "Language", "Fate", "Detail"], rows, None,
+            result += [nodes.rubric(text=page), rst_table(["Line", "Language", "Fate", "Detail"], rows, None,
                                                        "xnnguide-ledger")]
         return result
 

@@ -33,7 +33,7 @@ from typing import Any
 from sphinx.errors import ExtensionError
 from sphinx_gallery import gen_gallery, gen_rst
 
-from xnnguide.records import declared_files
+from xnnguide.core.records import declared_files
 from xnnguide.site import isolation, recipes
 
 _START_EARLY = re.compile(r"^\s*#\s*xnnguide_start_early\s*=\s*True\s*$", re.MULTILINE)

@@ -1,7 +1,7 @@
 """The Sphinx side of the guide: run records, measured facts and stamps.
 
 * :func:`recipe_hook`, sphinx-gallery's ``reset_modules``: before a recipe runs it opens the recipe's facts file
-  (:mod:`xnnguide.recipe_checks.facts`); after it, it writes a *run record* (status, time, versions, CPU, date)
+  (:mod:`xnnguide.core.facts`); after it, it writes a *run record* (status, time, versions, CPU, date)
   and appends a line to the executions log, so tests can tell what ran.
 * the roles and directives that put what recipes recorded into a page: ``{fact}`recipe/key```,
   ``quoted-error``, ``fact-table``, ``fact-block``, ``generated-table``, ``recipe-times`` and
@@ -31,9 +31,9 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
-from xnnguide import environment, quiet, reader_code, shards
-from xnnguide.recipe_checks import facts
-from xnnguide.records import (DEFAULT_BUDGET_GB, DEFAULT_BUDGET_SECONDS, budget_gb, budget_seconds, dependency_key,
+from xnnguide.core import environment, quiet, reader_code, shards
+from xnnguide.core import facts
+from xnnguide.core.records import (DEFAULT_BUDGET_GB, DEFAULT_BUDGET_SECONDS, budget_gb, budget_seconds, dependency_key,
                               find_recipe, listed_order, load_run_record, quote_recorded, recipe_files, recorded_texts,
                               records_dir, shown, source_digest, stale_reason, write_run_record)
 from xnnguide.site.summary import problems
@@ -62,7 +62,7 @@ def budgets(source: Path) -> tuple[float, float]:
     return budget_seconds(source, seconds), budget_gb(source, gb)
 
 
-def _gallery(app_or_env: Any) -> Path:
+def gallery_dir(app_or_env: Any) -> Path:
     return Path(app_or_env.srcdir) / app_or_env.config.xnnguide_gallery_dir
 
 
@@ -89,7 +89,7 @@ class RecipeOrder:
         return f"<{type(self).__name__}>"
 
 
-def _in_worker() -> bool:
+def in_worker() -> bool:
     """Whether this is a worker process of a build, or a recipe's process started by one."""
     if os.environ.get(IN_WORKER) in ("0", "1"):
         return os.environ[IN_WORKER] == "1"
@@ -110,12 +110,12 @@ def _limit_threads(gallery_conf: dict[str, Any], source: Path) -> None:
     ExecuTorch's pool ignores it and defaults to every core, so it is sized here, before the recipe loads any
     program: a loaded XNNPACK program may still use the pool that a reset replaces.
     """
-    cores, in_worker = os.cpu_count() or 1, _in_worker()
-    threads = thread_share(gallery_conf) if in_worker else cores
+    cores, worker = os.cpu_count() or 1, in_worker()
+    threads = thread_share(gallery_conf) if worker else cores
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(threads)
     loaded = "executorch.extension.pybindings._C" in sys.modules
-    if loaded or (in_worker and "executorch" in source.read_text(encoding="utf-8")):
+    if loaded or (worker and "executorch" in source.read_text(encoding="utf-8")):
         from executorch.extension.pybindings import portable_lib
 
         if portable_lib._threadpool_get_thread_count() != threads:
@@ -168,7 +168,7 @@ def write_run(gallery_conf: dict[str, Any], fname: str, seconds: float, pid: int
         "build_id": os.environ.get(_BUILD_ID),
         "pid": pid,
         # Whether a worker process of a parallel build ran it, beside others.
-        "worker": _in_worker(),
+        "worker": in_worker(),
         "finished": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
         "environment": environment.describe(),
         **fields,
@@ -192,7 +192,7 @@ def _recorded(element: SphinxRole | SphinxDirective, target: str, field: str) ->
     if not recipe or not key:
         problem = f"expected 'recipe/key', got {target!r}"
     else:
-        path = records_dir(_gallery(element.env)) / "facts" / f"{recipe}.json"
+        path = records_dir(gallery_dir(element.env)) / "facts" / f"{recipe}.json"
         element.env.note_dependency(str(path))  # re-read this page whenever the recipe records new figures
         recorded = facts.load(path)
         if field in recorded.get(key, {}):
@@ -219,7 +219,7 @@ class QuotedErrorRole(SphinxRole):
     warns (and the strict build fails) at the quote's line when no fact contains the text, word for word."""
 
     def run(self) -> tuple[list[nodes.Node], list[nodes.system_message]]:
-        app, gallery = self.env.app, _gallery(self.env)
+        app, gallery = self.env.app, gallery_dir(self.env)
         if not hasattr(app, "xnnguide_quotes"):  # the recipes ran before any page is read: read their facts once
             app.xnnguide_quotes = sorted((records_dir(gallery) / "facts").glob("*.json")), recorded_texts(gallery)
         paths, texts = app.xnnguide_quotes
@@ -231,7 +231,7 @@ class QuotedErrorRole(SphinxRole):
         return [nodes.literal(self.rawtext, self.text, classes=["xnnguide-quote"])], []
 
 
-def _table(header: list[str], rows: list[list[str]], caption: str | None, kind: str) -> nodes.table:
+def rst_table(header: list[str], rows: list[list[str]], caption: str | None, kind: str) -> nodes.table:
     """A docutils table of text cells."""
 
     def row(cells: list[str]) -> nodes.row:
@@ -250,10 +250,10 @@ def _directive(run: Any, arguments: int = 1, **options: Any) -> type[SphinxDirec
 
 
 def fact_table(self: SphinxDirective) -> list[nodes.Node]:
-    """``fact-table``: a table recorded by a recipe with :func:`xnnguide.recipe_checks.facts.record_table`."""
+    """``fact-table``: a table recorded by a recipe with :func:`xnnguide.core.facts.record_table`."""
     fact = _recorded(self, self.arguments[0], "header")
     caption = self.options.get("caption")
-    return [_table(fact["header"], fact["rows"], caption, "xnnguide-fact-table")] if fact else []
+    return [rst_table(fact["header"], fact["rows"], caption, "xnnguide-fact-table")] if fact else []
 
 
 def generated_table(self: SphinxDirective) -> list[nodes.Node]:
@@ -267,7 +267,7 @@ def generated_table(self: SphinxDirective) -> list[nodes.Node]:
         return []
     for source in sources:  # the page is read again when one of them changes
         self.env.note_dependency(os.path.abspath(source))
-    table = _table(header, rows, self.options.get("caption"), "xnnguide-fact-table")
+    table = rst_table(header, rows, self.options.get("caption"), "xnnguide-fact-table")
     table["support_smartquotes"] = False  # command-line flags keep their "--"
     return [table]
 
@@ -281,8 +281,8 @@ def fact_block(self: SphinxDirective) -> list[nodes.Node]:
 
 def _run_record(directive: SphinxDirective, recipe: str) -> dict[str, Any] | None:
     """The last run record of *recipe*; the page is read again when it changes."""
-    directive.env.note_dependency(str(records_dir(_gallery(directive.env)) / "runs" / f"{recipe}.json"))
-    return load_run_record(_gallery(directive.env), recipe)  # type: ignore[return-value]
+    directive.env.note_dependency(str(records_dir(gallery_dir(directive.env)) / "runs" / f"{recipe}.json"))
+    return load_run_record(gallery_dir(directive.env), recipe)  # type: ignore[return-value]
 
 
 def recipe_times(self: SphinxDirective) -> list[nodes.Node]:
@@ -299,7 +299,7 @@ def recipe_times(self: SphinxDirective) -> list[nodes.Node]:
                                          f"{budget_seconds(source, default):g} s", record["status"],
                                          "beside others" if record.get("worker") else "alone"]))
     rows.sort(key=lambda row: -row[0])
-    return [_table(["Recipe", "Last run", "Budget", "Verdict", "Ran"], [cells for _, cells in rows],
+    return [rst_table(["Recipe", "Last run", "Budget", "Verdict", "Ran"], [cells for _, cells in rows],
                    "Recipe run times in the build of this site", "xnnguide-recipe-times")]
 
 
@@ -325,7 +325,7 @@ def verified_stamp(self: SphinxDirective) -> list[nodes.Node]:
 
 def _gallery_page_source(app: Sphinx, docname: str, source: list[str]) -> None:
     """Finish the source of every gallery page: no region marker (the downloads lose them in
-    :func:`xnnguide.reader_code.write_downloads`), and a verified stamp on a recipe's page."""
+    :func:`xnnguide.core.reader_code.write_downloads`), and a verified stamp on a recipe's page."""
     prefix = app.config.xnnguide_gallery_dir.rstrip("/") + "/"
     if not docname.startswith(prefix):
         return
@@ -348,16 +348,16 @@ def _start_build(app: Sphinx) -> None:
     executions log is emptied: it lists this build's runs only.
     """
     os.environ[_BUILD_PID] = str(os.getpid())
-    # One quiet folder per build, for the recipes that hold the machine while they time (xnnguide.quiet).
+    # One quiet folder per build, for the recipes that hold the machine while they time (xnnguide.core.quiet).
     os.environ[quiet.ENV] = tempfile.mkdtemp(prefix="xnnguide-quiet-")
     os.environ[_BUILD_ID] = uuid.uuid4().hex
     os.environ[_DEFAULT_SECONDS] = str(float(app.config.xnnguide_default_budget_seconds))
     os.environ[_DEFAULT_GB] = str(float(app.config.xnnguide_default_budget_gb))
     _build_started[:] = [time.perf_counter()]
     execution_order.clear()
-    gallery, snippets = _gallery(app), Path(app.confdir) / "snippets"
+    gallery, snippets = gallery_dir(app), Path(app.confdir) / "snippets"
     if app.config.xnnguide_shard and app.builder.name == "html":
-        # Only this shard's recipes are in the gallery (see xnnguide.shards).
+        # Only this shard's recipes are in the gallery (see xnnguide.core.shards).
         conf = app.config.sphinx_gallery_conf
         try:
             conf["ignore_pattern"], _shard_recipes[:] = shards.ignore_others(
@@ -379,7 +379,7 @@ def _start_build(app: Sphinx) -> None:
 def _finish_build(app: Sphinx) -> None:
     """Put sphinx-gallery's verdicts into the run records (a recipe stopped or crashed in :mod:`.isolation`
     is one of its failing examples, and runs again next build), and record what this build ran."""
-    gallery_conf, gallery, snippets = app.config.sphinx_gallery_conf, _gallery(app), Path(app.confdir) / "snippets"
+    gallery_conf, gallery, snippets = app.config.sphinx_gallery_conf, gallery_dir(app), Path(app.confdir) / "snippets"
     passing, failing = gallery_conf.get("passing_examples", []), gallery_conf.get("failing_examples", {})
     verdicts = {Path(src).stem: ("passed", None) for src in passing}
     verdicts.update({Path(src).stem: ("failed", error) for src, error in failing.items()})
@@ -428,7 +428,7 @@ def register(app: Sphinx) -> None:
     app.add_config_value("xnnguide_gallery_dir", "gallery", "env")
     app.add_config_value("xnnguide_default_budget_seconds", DEFAULT_BUDGET_SECONDS, "")
     app.add_config_value("xnnguide_default_budget_gb", DEFAULT_BUDGET_GB, "")
-    # `make html SHARD=k/N [SHARD_DIR=...]`: run shard k of N only, into that folder (xnnguide.shards).
+    # `make html SHARD=k/N [SHARD_DIR=...]`: run shard k of N only, into that folder (xnnguide.core.shards).
     app.add_config_value("xnnguide_shard", "", "", str)
     app.add_config_value("xnnguide_shard_dir", "", "", str)
     app.add_role("fact", FactRole())

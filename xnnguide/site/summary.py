@@ -18,8 +18,8 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.directives.code import LiteralInclude
 
-from xnnguide.records import records_dir
-from xnnguide.results import check_recipes
+from xnnguide.core.records import records_dir
+from xnnguide.core.results import check_recipes
 
 _KEY = "xnnguide_lost_includes"
 

@@ -2,7 +2,7 @@
 
 ``python -m xnnguide.tools.aot_compiler --model mv2 -o out/`` runs the flow every
 page of the guide teaches: ``torch.export``, optional quantization (the
-schemes of :mod:`xnnguide.tools.quantization`), ``to_edge_transform_and_lower``
+schemes of :mod:`xnnguide.core.schemes`), ``to_edge_transform_and_lower``
 with the XNNPACK transform passes and partitioner, and serialization. With
 ``--test-after-export`` it then loads the file on the ExecuTorch runtime and
 compares its output with eager PyTorch. ``--recipe TYPE`` replaces the
@@ -34,11 +34,10 @@ from typing import Any, Callable, Iterator, Sequence
 import torch
 from torch.utils._pytree import tree_leaves
 
-from xnnguide.recipe_checks.delegation import delegate_calls, ops_inside_delegates, ops_outside_delegates
-from xnnguide.recipe_checks.quantization import MIN_SQNR_DB
+from xnnguide.core.delegation import delegate_calls, ops_inside_delegates, ops_outside_delegates
 from xnnguide.tools import model_zoo
 from xnnguide.tools.model_zoo import one_line
-from xnnguide.tools.quantization import SCHEMES, quantize
+from xnnguide.core.schemes import MIN_SQNR_DB, SCHEMES, quantize
 
 # Importing torchao (executorch does) logs a deprecation notice about torch's
 # pytree registry, none of the user's business. The toolchain is imported here,
@@ -269,7 +268,7 @@ def export_error_message(error: BaseException) -> str:
 
 def delegation_table(graph_module: Any) -> list[str]:
     """Lines of a table: each operator's nodes inside XNNPACK and left outside it, counted by
-    :mod:`xnnguide.recipe_checks.delegation` (not the ``getitem`` nodes that unpack a delegate's outputs)."""
+    :mod:`xnnguide.core.delegation` (not the ``getitem`` nodes that unpack a delegate's outputs)."""
     inside, outside = ops_inside_delegates(graph_module), ops_outside_delegates(graph_module)
     rows = [(name, inside[name], outside[name]) for name in sorted(inside.keys() | outside.keys())]
     width = max([len("operator"), *(len(name) for name, _, _ in rows)])

@@ -12,7 +12,7 @@ RSS (an upper bound, counting shared libraries once per process) and of PSS
 
 It compares them with the goals: cold ≤ 0.8 × recipe time + fixed cost; no-op
 ≤ 5 % of cold; peak memory ≤ 8 GB. ``--alone`` also runs every recipe by itself
-(``python -m xnnguide.run_recipe``, a fresh interpreter each) and reports that
+(``python -m xnnguide.tools.run_recipe``, a fresh interpreter each) and reports that
 sum, the cost the shared build is meant to beat. Other jobs on the machine slow
 every figure: the load average is printed before and after.
 """
@@ -29,8 +29,8 @@ from pathlib import Path
 
 import psutil
 
-from xnnguide import environment
-from xnnguide.records import load_run_record, recipe_files, records_dir
+from xnnguide.core import environment
+from xnnguide.core.records import load_run_record, recipe_files, records_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 GALLERY = ROOT / "docs" / "gallery"
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     alone = {}
     for name in sorted(recipes) if args.alone else ():
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "xnnguide.run_recipe", str(sources[name])], cwd=ROOT,
+        subprocess.run([sys.executable, "-m", "xnnguide.tools.run_recipe", str(sources[name])], cwd=ROOT,
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         alone[name] = time.perf_counter() - start
 

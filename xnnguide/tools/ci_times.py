@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from xnnguide.records import records_dir
+from xnnguide.core.records import records_dir
 from xnnguide.tools.bench import load_average
 
 ROOT = Path(__file__).resolve().parents[2]

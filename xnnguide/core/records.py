@@ -2,7 +2,7 @@
 
 The build (:mod:`xnnguide.site.recipes`) writes one JSON run record per recipe under ``<gallery>/_records/runs/``.
 Everything that asks whether a recipe passed in its current form (the build's cache, ``tests/test_recipes_ran.py``
-through :mod:`xnnguide.results`, the drift checker's ledger, the page tests) asks :func:`stale_reason`.
+through :mod:`xnnguide.core.results`, the drift checker's ledger, the page tests) asks :func:`stale_reason`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,14 @@ import re
 from pathlib import Path
 from typing import Any, Iterator, TypedDict
 
-from xnnguide import environment
-from xnnguide.recipe_checks import facts
+from xnnguide.core import environment
+from xnnguide.core import facts
+
+
+#: What became of a code block, as the drift checker writes it to ``ledger.json`` and the execution-ledger
+#: directive shows it: fate -> how a page names it.
+FATES = {"included": "included from a recipe region", "copy": "verified copy of a recipe region",
+         "doctest": "doctest", "executed": "executed", "not-run": "marked not-run", "other": "not Python"}
 
 
 class RunRecord(TypedDict, total=False):
@@ -92,7 +98,7 @@ def imported_modules(source: str | os.PathLike[str]) -> set[str]:
 
 def helper_modules(source: str | os.PathLike[str]) -> list[Path]:
     """The files of this repository's ``xnnguide`` modules that a recipe imports."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]
     names = imported_names(source)
     candidates = [package.joinpath(*name.split(".")[1:]) for name in names if name.split(".")[0] == package.name]
     return sorted({path for candidate in candidates for path in (candidate.with_suffix(".py"),
@@ -113,7 +119,7 @@ def declared_files(source: str | os.PathLike[str]) -> list[Path]:
 def dependency_key(source: str | os.PathLike[str]) -> str:
     """A digest of everything a recipe's result depends on.
 
-    The recipe's own text, the versions of :data:`xnnguide.environment.PACKAGES`, the text of every ``xnnguide``
+    The recipe's own text, the versions of :data:`xnnguide.core.environment.PACKAGES`, the text of every ``xnnguide``
     helper module it imports, and of every file it declares with ``# xnnguide_depends_on = ...``. A recipe whose
     key changed since its last passing run is run again.
     """

@@ -1,7 +1,7 @@
 """Whether every recipe passed in the last build, located in its source.
 
 The tests and the drift checker use this instead of running any recipe again: the build already ran each
-recipe once, and its run records say how that went (:func:`xnnguide.records.stale_reason`).
+recipe once, and its run records say how that went (:func:`xnnguide.core.records.stale_reason`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from xnnguide.records import load_run_record, recipe_files, stale_reason
+from xnnguide.core.records import load_run_record, recipe_files, stale_reason
 
 TRACEBACK_FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in (\S+))?')
 

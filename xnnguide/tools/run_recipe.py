@@ -2,7 +2,7 @@
 
 Usage, from the repository root::
 
-    python -m xnnguide.run_recipe snippets/lowering/lower_mobilenet_v2_fp32.py
+    python -m xnnguide.tools.run_recipe snippets/lowering/lower_mobilenet_v2_fp32.py
 
 (or ``make recipe R=...``). Like the build, it runs the file from its own folder (so ``.pte`` files land next
 to it), with matplotlib drawing off-screen, and collects the facts the recipe records. It prints PASS or FAIL
@@ -23,15 +23,15 @@ import time
 import traceback
 from pathlib import Path
 
-from xnnguide.recipe_checks import facts
-from xnnguide.records import budget_seconds
-from xnnguide.results import failure_line
+from xnnguide.core import facts
+from xnnguide.core.records import budget_seconds
+from xnnguide.core.results import failure_line
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m xnnguide.run_recipe", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m xnnguide.tools.run_recipe", description=__doc__.splitlines()[0])
     parser.add_argument("recipe", type=Path, help="a recipe file, e.g. snippets/lowering/lower_mobilenet_v2_fp32.py")
     parser.add_argument("--facts-dir", type=Path, default=ROOT / "_build" / "run_recipe" / "facts",
                         help="where the recorded facts go (default: %(default)s)")

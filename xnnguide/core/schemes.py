@@ -13,6 +13,12 @@ from typing import Any, Iterable
 
 import torch
 
+#: The one tolerance of every int8 program this site checks against the eager
+#: int8 model it was lowered from: the SQNR of the program's outputs, in dB,
+#: must reach it. Recipes show it to readers as ``MIN_SQNR_DB`` and pass it to
+#: :func:`xnnguide.recipe_checks.quantization.record_min_sqnr`, which fails if the two ever differ.
+MIN_SQNR_DB = 10.0
+
 #: Scheme name -> one-line description; the names :func:`quantize` accepts.
 SCHEMES: dict[str, str] = {
     "int8-static": "PT2E static int8: activations calibrated ahead of time, per-channel int8 weights",

@@ -1,6 +1,6 @@
 """Start a recipe from the template: ``make new-recipe NAME=<what_it_does> [DIR=<task>]``.
 
-Writes ``snippets/<task>/<name>.py`` from :file:`xnnguide/recipe_template.py` (a recipe that passes as written),
+Writes ``snippets/<task>/<name>.py`` from :file:`xnnguide/tools/recipe_template.py` (a recipe that passes as written),
 lists it last in the task folder's ``GALLERY_HEADER.rst``, and prints what to paste into the page that shows it.
 A bad name (not snake_case, or a recipe of that name exists) or an unknown task folder is a one-line error,
 exit status 2, and nothing is written.
@@ -13,9 +13,9 @@ import re
 import sys
 from pathlib import Path
 
-from xnnguide.records import ORDER_LIST
+from xnnguide.core.records import ORDER_LIST
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = Path(__file__).with_name("recipe_template.py")
 PLACEHOLDER, TITLE = "what_it_does", "What it does\n============"
 SNAKE_CASE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
@@ -40,7 +40,7 @@ line '# [gallery-only run]', right above '# [start run]'. Delete that line if a 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m xnnguide.new_recipe", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m xnnguide.tools.new_recipe", description=__doc__.splitlines()[0])
     parser.add_argument("name", help="what the recipe does, in snake_case: lower_resnet18_fp32")
     parser.add_argument("--dir", default="lowering", help="task folder of snippets/ (default: %(default)s)")
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout (default: %(default)s)")

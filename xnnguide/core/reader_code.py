@@ -8,7 +8,7 @@ and notebooks but offers the recipe's ``.py`` as it is, so the build replaces
 that file, and the zip archives holding it, with :func:`reader_source`,
 which also drops the region markers.
 
-``python -m xnnguide.reader_code [PATH ...]`` (run by ``make check``) reports,
+``python -m xnnguide.core.reader_code [PATH ...]`` (run by ``make check``) reports,
 as ``file:line: reader code: ...``, every pyflakes message on a recipe's
 reader copy (at the recipe's own line), every mention of ``xnnguide`` in
 it, every region that shows a line the reader copy leaves out, and every
@@ -26,7 +26,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "xnnguide"
 
 _IGNORE = re.compile(r"^\s*#\s*sphinx_gallery_(start|end)_ignore\s*$")
@@ -82,7 +82,7 @@ def recipe_problems(path: Path, shown: str | None = None) -> list[str]:
     """``file:line: reader code: ...`` for everything wrong with a recipe's reader copy."""
     from pyflakes import checker
 
-    from xnnguide.regions import RegionError, read_regions
+    from xnnguide.core.regions import RegionError, read_regions
 
     shown = shown or str(path)
     text = path.read_text(encoding="utf-8")
@@ -196,7 +196,7 @@ def write_downloads(gallery: Path, recipes: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m xnnguide.reader_code", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m xnnguide.core.reader_code", description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", type=Path, default=[Path("snippets"), Path("docs"), Path("README.md")],
                         help="recipes, pages or folders of them (default: snippets docs README.md)")
     args = parser.parse_args(argv)

@@ -56,7 +56,7 @@ torch.testing.assert_close(pte_output, eager_output, atol=1e-5, rtol=1e-5)
 
 # sphinx_gallery_start_ignore
 # The site's own lines: readers never see or download them.
-from xnnguide.recipe_checks import facts
+from xnnguide.core import facts
 
 # The tolerance means something only if the outputs are not tiny.
 assert eager_output.abs().max().item() > 0.1, "outputs too small for atol=1e-5 to mean anything"

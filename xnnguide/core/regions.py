@@ -11,7 +11,7 @@ copies, each announced by a comment that names where it comes from::
     ```
 
 :func:`check_markdown` reports every copy that no longer matches its regions;
-``python -m xnnguide.regions --fix README.md`` rewrites the copies.
+``python -m xnnguide.core.regions --fix README.md`` rewrites the copies.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def check_markdown(markdown: str | Path, root: str | Path) -> list[str]:
     The drift checker (``make check``) also names the first line that differs.
     """
     return [f"{block.markdown}:{block.fence_start + 2}: the code block differs from {block.source} (regions "
-            f"{', '.join(block.region_names)}); fix with: python -m xnnguide.regions --fix {block.markdown}"
+            f"{', '.join(block.region_names)}); fix with: python -m xnnguide.core.regions --fix {block.markdown}"
             for block in copied_blocks(markdown, root) if block.text != expected_text(block)]
 
 
@@ -123,7 +123,7 @@ def fix_markdown(markdown: str | Path, root: str | Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m xnnguide.regions",
+    parser = argparse.ArgumentParser(prog="python -m xnnguide.core.regions",
                                      description="Check (or fix) Markdown code blocks copied from snippet regions.")
     parser.add_argument("markdown", nargs="+", type=Path, help="Markdown files to check")
     parser.add_argument("--root", type=Path, default=Path("."), help="folder the snippet paths are relative to")

@@ -3,7 +3,7 @@
 ``make html SHARD=k/N`` runs only shard *k*'s recipes (:func:`assign`) and copies their run records, facts and
 gallery outputs into a folder (:func:`export`) that CI uploads. ``make merge-shards SHARDS="DIR..."``
 (:func:`merge`) checks each shard's run records against this checkout and copies them into the gallery: the
-next ``make html`` finds every recipe current (:func:`xnnguide.records.stale_reason`) and runs none.
+next ``make html`` finds every recipe current (:func:`xnnguide.core.records.stale_reason`) and runs none.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from xnnguide import environment
-from xnnguide.records import (declared_files, dependency_key, find_recipe, load_run_record, records_dir, shown,
+from xnnguide.core import environment
+from xnnguide.core.records import (declared_files, dependency_key, find_recipe, load_run_record, records_dir, shown,
                               source_digest)
 
 MANIFEST = "shard.json"
@@ -157,7 +157,7 @@ def merge(folders: list[Path], gallery: Path, snippets: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m xnnguide.shards", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m xnnguide.core.shards", description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="+", type=Path, help="the shard folders that `make html SHARD=k/N` wrote")
     parser.add_argument("--gallery", type=Path, default=Path("docs/gallery"))
     parser.add_argument("--snippets", type=Path, default=Path("snippets"))
