@@ -48,8 +48,7 @@ print(sum(range(100)))
 # sphinx_gallery_start_ignore
 import sys
 
-from xnnguide.core import environment
-from xnnguide.core import facts
+from xnnguide.core import environment, facts
 
 facts.record("cores", environment.describe()["cores"])
 

@@ -61,8 +61,9 @@ def test_matching_copy_passes_and_drift_is_reported_with_a_diff(tmp_path):
     assert check_markdown(good, tmp_path) == []
     bad = write(tmp_path, "bad.md", markdown("x = 1\ny = 3\n\nprint(x + y)"))
     [problem] = check_markdown(bad, tmp_path)
-    assert problem.startswith(f"{bad}:5: ")
+    assert problem.startswith(f"{bad}:6: "), problem  # the line that differs, not the block's first
     assert "differs from" in problem and "regions lower, run" in problem
+    assert "expected 'y = 2', found 'y = 3'" in problem
     assert "python -m xnnguide.core.regions --fix" in problem
 
 

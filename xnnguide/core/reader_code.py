@@ -26,15 +26,20 @@ import sys
 import zipfile
 from pathlib import Path
 
+from xnnguide.core import regions
+from xnnguide.core.paths import display
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "xnnguide"
 
 _IGNORE = re.compile(r"^\s*#\s*sphinx_gallery_(start|end)_ignore\s*$")
 # Lines that configure the build, not the reader's program: sphinx-gallery's
 # in-file options, this site's declarations, region markers and gallery-only declarations.
-_SITE_LINE = re.compile(
-    r"^\s*#\s*(?:(?:sphinx_gallery|xnnguide)_\w+\s*=.*|\[(?:start|end|gallery-only) [A-Za-z0-9_ -]+\])\s*$"
-)
+_SETTING = re.compile(r"^\s*#\s*(?:sphinx_gallery|xnnguide)_\w+\s*=.*$")
+
+
+def _is_site_line(line: str) -> bool:
+    return bool(_SETTING.match(line)) or regions.is_marker(line)
 # An import of the package, in a code block or after a doctest prompt.
 _IMPORT = re.compile(rf"^\s*(?:(?:>>>|\.\.\.)\s+)?(?:from|import)\s+{PACKAGE}\b")
 _INCLUDE = re.compile(r"(?:^```+\s*\{literalinclude\}|^\s*\.\.\s+literalinclude::)\s*(\S+)")
@@ -63,7 +68,7 @@ def reader_lines(text: str, origin: str = "<recipe>") -> list[tuple[int, str]]:
                                       f"{opened_at} is not closed" if opened_at else
                                       f"{origin}:{number}: sphinx_gallery_end_ignore with no open block")
             opened_at = 0 if opened_at else number
-        elif not opened_at and not _SITE_LINE.match(line):
+        elif not opened_at and not _is_site_line(line):
             if line.strip() or [text for _, text in kept[-2:]] != ["", ""]:  # at most two blank lines in a row
                 kept.append((number, line.rstrip()))
     if opened_at:
@@ -82,21 +87,19 @@ def recipe_problems(path: Path, shown: str | None = None) -> list[str]:
     """``file:line: reader code: ...`` for everything wrong with a recipe's reader copy."""
     from pyflakes import checker
 
-    from xnnguide.core.regions import RegionError, read_regions
-
     shown = shown or str(path)
     text = path.read_text(encoding="utf-8")
     try:
-        lines, regions = reader_lines(text, shown), read_regions(path)
-    except (ReaderCodeError, RegionError) as error:
+        lines, found = reader_lines(text, shown), regions.read_regions(path)
+    except (ReaderCodeError, regions.RegionError) as error:
         return [str(error)]
     kept = {number for number, _ in lines}
     problems = [f"{shown}:{number}: reader code: mentions {PACKAGE}, which readers do not have: {line.strip()}"
                 for number, line in lines if PACKAGE in line]
     recipe = text.splitlines()
-    for region in regions.values():
+    for region in found.values():
         if hidden := next((n for n in range(region.start_line + 1, region.end_line) if n not in kept
-                           and recipe[n - 1].strip() and not _SITE_LINE.match(recipe[n - 1])), None):
+                           and recipe[n - 1].strip() and not _is_site_line(recipe[n - 1])), None):
             problems.append(f"{shown}:{hidden}: reader code: region {region.name!r} shows a line of the site's "
                             f"own (an ignore block or a build comment): {recipe[hidden - 1].strip()}")
     try:
@@ -138,7 +141,7 @@ def check(paths: list[Path]) -> list[str]:
         for path in sorted(top.rglob("*")) if top.is_dir() else [top]:
             if any(part.startswith(".") or part in _NOT_FOR_READERS for part in path.relative_to(top).parts[:-1]):
                 continue
-            shown = str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
+            shown = display(path)
             if path.suffix == ".py" and path.name != "__init__.py":
                 problems += recipe_problems(path, shown)
             elif path.suffix in (".md", ".rst"):

@@ -15,8 +15,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator, TypedDict
 
-from xnnguide.core import environment
-from xnnguide.core import facts
+from xnnguide.core import environment, facts
 
 
 #: What became of a code block, as the drift checker writes it to ``ledger.json`` and the execution-ledger

@@ -22,7 +22,15 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+#: ``# [start name]`` / ``# [end name]``: where a region begins and ends.
 MARKER = re.compile(r"^\s*# \[(start|end) ([A-Za-z0-9_-]+)\]\s*$")
+#: ``# [gallery-only name ...]``: regions no page shows, declared so on purpose.
+GALLERY_ONLY = re.compile(r"^\s*# \[gallery-only ((?:[A-Za-z0-9_-]+\s*)+)\]\s*$")
+
+
+def is_marker(line: str) -> bool:
+    """Whether *line* is a region marker or a gallery-only declaration: the site's lines, not the reader's."""
+    return bool(MARKER.match(line) or GALLERY_ONLY.match(line))
 SNIPPET_COMMENT = re.compile(r"^<!--\s*snippet:\s*(\S+)((?:\s+[A-Za-z0-9_-]+)+)\s*-->\s*$")
 FENCE = re.compile(r"^(```+|~~~+)\s*([A-Za-z0-9_+-]*)")
 
@@ -101,14 +109,26 @@ def expected_text(block: CopiedBlock) -> str:
     return "\n\n".join(regions[name].text for name in block.region_names)
 
 
-def check_markdown(markdown: str | Path, root: str | Path) -> list[str]:
-    """One message for each copied block that no longer matches its regions.
+def first_difference(block: CopiedBlock) -> tuple[int, str, str] | None:
+    """Where *block* stops being a copy of its regions: ``(index of the line in the block, expected, found)``,
+    with ``(end of the regions)`` or ``(end of the block)`` for a line one side lacks; ``None`` for a true copy."""
+    want, have = expected_text(block).splitlines(), block.text.splitlines()
+    if want == have:
+        return None
+    index = next((i for i, (a, b) in enumerate(zip(want, have)) if a != b), min(len(want), len(have)))
+    return index, (want + ["(end of the regions)"])[index], (have + ["(end of the block)"])[index]
 
-    The drift checker (``make check``) also names the first line that differs.
-    """
-    return [f"{block.markdown}:{block.fence_start + 2}: the code block differs from {block.source} (regions "
-            f"{', '.join(block.region_names)}); fix with: python -m xnnguide.core.regions --fix {block.markdown}"
-            for block in copied_blocks(markdown, root) if block.text != expected_text(block)]
+
+def check_markdown(markdown: str | Path, root: str | Path) -> list[str]:
+    """One message for each copied block that no longer matches its regions, at its first differing line."""
+    problems = []
+    for block in copied_blocks(markdown, root):
+        if difference := first_difference(block):
+            index, want, have = difference
+            problems.append(f"{block.markdown}:{block.fence_start + 2 + index}: the code block differs from "
+                            f"{block.source} (regions {', '.join(block.region_names)}): expected {want!r}, found "
+                            f"{have!r}; fix with: python -m xnnguide.core.regions --fix {block.markdown}")
+    return problems
 
 
 def fix_markdown(markdown: str | Path, root: str | Path) -> int:

@@ -15,7 +15,8 @@ from pathlib import Path
 from xnnguide.core import regions
 from xnnguide.core.records import FATES
 from xnnguide.doccheck import pages, transforms
-from xnnguide.doccheck.pages import CodeBlock, Document, Finding, InputError, display
+from xnnguide.core.paths import display
+from xnnguide.doccheck.pages import CodeBlock, Document, Finding, InputError
 
 #: Rule names, by the number issue 15 gives them.
 RULES = {
@@ -29,7 +30,6 @@ RULES = {
 ALL_RULES = frozenset(name for names in RULES.values() for name in names) | {"parse"}
 STATIC_RULES = ALL_RULES - {"ledger", "recipe", "run"}
 SKIP_DIRS = frozenset({"_build", "node_modules", "__pycache__", "site-packages"})
-GALLERY_ONLY = re.compile(r"^\s*# \[gallery-only ((?:[A-Za-z0-9_-]+\s*)+)\]\s*$")
 _PYTHONISH = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.With, ast.For)
 
 
@@ -209,18 +209,16 @@ def assign_fates(document: Document, project: Project, used: dict[Path, set[str]
             block.fate, block.detail = "copy", f"{marker.source} regions {' '.join(marker.regions)}"
             used.setdefault(source.resolve(), set()).update(marker.regions)
             try:
-                want = regions.expected_text(regions.CopiedBlock(document.path, marker.line, source, marker.regions,
-                                                                 0, 0, block.text)).splitlines()
+                difference = regions.first_difference(regions.CopiedBlock(document.path, marker.line, source,
+                                                                          marker.regions, 0, 0, block.text))
             except (regions.RegionError, OSError) as error:
                 no_fate(block, marker.line, str(error).split(": ", 1)[-1], "name an existing recipe and its regions")
                 continue
-            have = block.text.splitlines()
-            if want != have:
-                index = next((i for i, (a, b) in enumerate(zip(want, have)) if a != b), min(len(want), len(have)))
+            if difference:
+                index, want, have = difference
                 no_fate(block, block.text_line + index,
                         f"the block is no longer a copy of {marker.source} (regions {' '.join(marker.regions)}): "
-                        f"expected {(want + ['(end of the regions)'])[index]!r}, "
-                        f"found {(have + ['(end of the block)'])[index]!r}",
+                        f"expected {want!r}, found {have!r}",
                         f"rewrite it from the recipe: python -m xnnguide.core.regions --fix {shown}"
                         if document.path.suffix != ".rst" else "copy the regions into the block again")
         else:
@@ -241,7 +239,7 @@ def check_regions(path: Path, used: set[str]) -> list[Finding]:
     except (OSError, UnicodeDecodeError):
         return []
     declared = {name: number for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-                if (match := GALLERY_ONLY.match(text)) for name in match.group(1).split()}
+                if (match := regions.GALLERY_ONLY.match(text)) for name in match.group(1).split()}
     return [Finding(shown, line, "regions", f"'# [gallery-only {name}]' names no region of this file",
                     "name an existing region, or delete the declaration")
             for name, line in declared.items() if name not in found] + [

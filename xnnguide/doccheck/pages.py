@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from xnnguide.core.paths import display
+
 #: Languages whose blocks are Python source (``pycon`` holds ``>>>`` sessions).
 PYTHON_LANGUAGES = frozenset({"python", "py", "python3", "py3", "pycon", "ipython", "ipython3", "sage"})
 CODE_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "code-cell", "testcode", "doctest", "ipython"})
@@ -107,12 +109,6 @@ class Document:
     def block(self, block: CodeBlock) -> None:
         block.marker, self.pending = self.pending, None
         self.blocks.append(block)
-
-
-def display(path: Path) -> str:
-    """*path* relative to the working directory when it lies below it, else absolute."""
-    absolute = Path(os.path.abspath(path))
-    return str(absolute.relative_to(Path.cwd())) if absolute.is_relative_to(Path.cwd()) else str(absolute)
 
 
 def parse_marker(comment: str, line: int) -> Marker | None:

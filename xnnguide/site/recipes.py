@@ -17,7 +17,6 @@ import datetime as _dt
 import importlib
 import json
 import os
-import re
 import sys
 import tempfile
 import time
@@ -31,8 +30,7 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
-from xnnguide.core import environment, quiet, reader_code, shards
-from xnnguide.core import facts
+from xnnguide.core import environment, facts, quiet, reader_code, regions, shards
 from xnnguide.core.records import (DEFAULT_BUDGET_GB, DEFAULT_BUDGET_SECONDS, budget_gb, budget_seconds, dependency_key,
                               find_recipe, listed_order, load_run_record, quote_recorded, recipe_files, recorded_texts,
                               records_dir, shown, source_digest, stale_reason, write_run_record)
@@ -52,7 +50,6 @@ IN_WORKER = "XNNGUIDE_IN_WORKER"
 _DEFAULT_SECONDS = "XNNGUIDE_DEFAULT_BUDGET_SECONDS"
 _DEFAULT_GB = "XNNGUIDE_DEFAULT_BUDGET_GB"
 # Region markers serve the pages' literalinclude and the drift checker; readers of a gallery page never see them.
-_MARKER_LINE = re.compile(r"^\s*# \[(?:start|end|gallery-only) [A-Za-z0-9_ -]+\]\s*$")
 
 
 def budgets(source: Path) -> tuple[float, float]:
@@ -329,7 +326,7 @@ def _gallery_page_source(app: Sphinx, docname: str, source: list[str]) -> None:
     prefix = app.config.xnnguide_gallery_dir.rstrip("/") + "/"
     if not docname.startswith(prefix):
         return
-    source[0] = "\n".join(line for line in source[0].splitlines() if not _MARKER_LINE.match(line))
+    source[0] = "\n".join(line for line in source[0].splitlines() if not regions.is_marker(line))
     recipe = Path(app.confdir) / "snippets" / f"{docname[len(prefix):]}.py"
     if recipe.is_file():
         source[0] += f"\n\n.. verified-stamp:: {recipe.stem}\n"

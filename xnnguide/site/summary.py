@@ -9,7 +9,6 @@ environment, so a page that is not re-read still counts.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.directives.code import LiteralInclude
 
+from xnnguide.core.paths import display
 from xnnguide.core.records import records_dir
 from xnnguide.core.results import check_recipes
 
@@ -49,11 +49,6 @@ def _merge(app: Sphinx, env: Any, docnames: set[str], other: Any) -> None:
     _lost(env).update({name: found for name, found in _lost(other).items() if name in docnames})
 
 
-def _shown(path: str | os.PathLike[str]) -> str:
-    path = Path(path).resolve()
-    return os.path.relpath(path) if path.is_relative_to(Path.cwd()) else str(path)
-
-
 def problems(app: Sphinx) -> list[str]:
     """This build's failed recipes and lost includes, one ``path:line: rule: message`` each."""
     lines = []
@@ -66,7 +61,7 @@ def problems(app: Sphinx) -> list[str]:
                   if problem.path.stem in names]
     for docname in sorted(_lost(app.env)):
         for source, line, message in _lost(app.env)[docname]:
-            lines.append(f"{_shown(source)}:{line}: include: the page lost an included block: {message} — "
+            lines.append(f"{display(source)}:{line}: include: the page lost an included block: {message} — "
                          "fix the path or the ':start-after:'/':end-before:' marker (the whole line, e.g. "
                          "\"# [start lower]\")")
     return lines

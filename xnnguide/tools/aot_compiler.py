@@ -37,6 +37,7 @@ from torch.utils._pytree import tree_leaves
 from xnnguide.core.delegation import delegate_calls, ops_inside_delegates, ops_outside_delegates
 from xnnguide.tools import model_zoo
 from xnnguide.tools.model_zoo import one_line
+from xnnguide.core.paths import display
 from xnnguide.core.schemes import MIN_SQNR_DB, SCHEMES, quantize
 
 # Importing torchao (executorch does) logs a deprecation notice about torch's
@@ -259,8 +260,7 @@ def export_error_message(error: BaseException) -> str:
     where = ""
     frame = _model_frame(error)
     if frame is not None:
-        path = Path(frame.filename)
-        shown = os.path.relpath(path) if path.is_relative_to(Path.cwd()) else frame.filename
+        shown = display(frame.filename)
         code = f' "{frame.line.strip()}"' if frame.line else ""
         where = f" at {shown}:{frame.lineno}, in {frame.name}:{code}"
     return f"torch.export cannot capture the model{where}; {one_line(error)}"

@@ -24,6 +24,7 @@ import traceback
 from pathlib import Path
 
 from xnnguide.core import facts
+from xnnguide.core.paths import display
 from xnnguide.core.records import budget_seconds
 from xnnguide.core.results import failure_line
 
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    shown = os.path.relpath(source, Path.cwd())
+    shown = display(source)
     out = args.facts_dir.resolve()
     os.environ.setdefault("MPLBACKEND", "Agg")  # figures are drawn, never shown
     sys.path[:0] = [str(ROOT)]
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         facts.end_recipe()
     seconds = time.perf_counter() - start
     recorded = facts.load(out / f"{source.stem}.json")
-    print(f"\nfacts recorded ({len(recorded)}), in {os.path.relpath(out / (source.stem + '.json'))}:")
+    print(f"\nfacts recorded ({len(recorded)}), in {display(out / (source.stem + '.json'))}:")
     for key, fact in recorded.items():
         print(f"  {key} = {fact['display']}" if "display" in fact else f"  {key} = table of {len(fact['rows'])} rows")
     if seconds > budget:
