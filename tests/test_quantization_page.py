@@ -411,7 +411,7 @@ def test_shown_code_from_outside_the_recipes_or_with_private_imports_is_reported
     )
     problems = "\n".join(source_problems(includes(markdown, page_dir), snippets))
     assert "imports xnnguide.core.schemes" in problems
-    assert "quantization.py, which is not a recipe" in problems
+    assert "schemes.py, which is not a recipe" in problems
     assert "[static]" not in problems
 
 
