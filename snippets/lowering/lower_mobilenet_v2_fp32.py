@@ -26,21 +26,25 @@ runtime, and checks it against eager PyTorch. It is the recipe the
 import torch
 import torchvision
 
+
+def calibrate_batchnorm(model, batches=4, batch_size=8):
+    norms = [module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)]
+    momenta = [norm.momentum for norm in norms]
+    for norm in norms:
+        norm.reset_running_stats()
+        norm.momentum = None  # a cumulative average over the batches below
+    generator = torch.Generator().manual_seed(0)
+    model.train()
+    with torch.no_grad():
+        for _ in range(batches):
+            model(torch.randn(batch_size, 3, 224, 224, generator=generator))
+    for norm, momentum in zip(norms, momenta):
+        norm.momentum = momentum
+    return model.eval()  # export needs batch norm and dropout in inference mode
+
+
 torch.manual_seed(0)
-model = torchvision.models.mobilenet_v2(weights=None)
-
-batch_norms = [module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)]
-for batch_norm in batch_norms:
-    batch_norm.reset_running_stats()
-    batch_norm.momentum = None  # a plain average over the batches below
-model.train()
-with torch.no_grad():
-    for _ in range(4):
-        model(torch.randn(8, 3, 224, 224))
-for batch_norm in batch_norms:
-    batch_norm.momentum = 0.1  # PyTorch's default again, should anyone train the model later
-model.eval()
-
+model = calibrate_batchnorm(torchvision.models.mobilenet_v2(weights=None))
 example_inputs = (torch.randn(1, 3, 224, 224),)
 # [end model]
 

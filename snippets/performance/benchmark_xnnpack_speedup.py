@@ -68,17 +68,19 @@ import torchvision
 
 
 def calibrate_batchnorm(model, batches=4, batch_size=8):
-    batch_norms = [module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)]
-    for batch_norm in batch_norms:
-        batch_norm.reset_running_stats()
-        batch_norm.momentum = None  # a plain average over the batches below
+    norms = [module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)]
+    momenta = [norm.momentum for norm in norms]
+    for norm in norms:
+        norm.reset_running_stats()
+        norm.momentum = None  # a cumulative average over the batches below
+    generator = torch.Generator().manual_seed(0)
     model.train()
     with torch.no_grad():
         for _ in range(batches):
-            model(torch.randn(batch_size, 3, 224, 224))
-    for batch_norm in batch_norms:
-        batch_norm.momentum = 0.1  # PyTorch's default again
-    return model.eval()  # export needs inference behaviour from batch norm and dropout
+            model(torch.randn(batch_size, 3, 224, 224, generator=generator))
+    for norm, momentum in zip(norms, momenta):
+        norm.momentum = momentum
+    return model.eval()  # export needs batch norm and dropout in inference mode
 
 
 torch.manual_seed(0)

@@ -39,20 +39,25 @@ for pte in (fp32_pte, int8_pte):
     if not pte.is_file():
         sys.exit(f"error: {pte} is missing; run quantize_mobilenet_v2_int8_static.py first")
 
+
+def calibrate_batchnorm(model, batches=4, batch_size=8):
+    norms = [module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)]
+    momenta = [norm.momentum for norm in norms]
+    for norm in norms:
+        norm.reset_running_stats()
+        norm.momentum = None  # a cumulative average over the batches below
+    generator = torch.Generator().manual_seed(0)
+    model.train()
+    with torch.no_grad():
+        for _ in range(batches):
+            model(torch.randn(batch_size, 3, 224, 224, generator=generator))
+    for norm, momentum in zip(norms, momenta):
+        norm.momentum = momentum
+    return model.eval()  # export needs batch norm and dropout in inference mode
+
+
 torch.manual_seed(0)
-model = torchvision.models.mobilenet_v2(weights=None)
-norms = [module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)]
-for norm in norms:
-    norm.reset_running_stats()
-    norm.momentum = None  # a plain average over the batches below
-statistics_generator = torch.Generator().manual_seed(0)
-model.train()
-with torch.no_grad():
-    for _ in range(4):
-        model(torch.randn(8, 3, 224, 224, generator=statistics_generator))
-for norm in norms:
-    norm.momentum = 0.1
-model.eval()
+model = calibrate_batchnorm(torchvision.models.mobilenet_v2(weights=None))
 example_input = torch.randn(1, 3, 224, 224)
 # [end cpp_model]
 

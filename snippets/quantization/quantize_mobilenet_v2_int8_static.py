@@ -32,22 +32,25 @@ comes with ``torch``, ``torchvision``, ``torchao`` and ``executorch``.
 import torch
 import torchvision
 
-torch.manual_seed(0)
-model = torchvision.models.mobilenet_v2(weights=None)
 
-norms = [module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)]
-momenta = [norm.momentum for norm in norms]
-for norm in norms:
-    norm.reset_running_stats()
-    norm.momentum = None  # a cumulative average over the batches below
-statistics_generator = torch.Generator().manual_seed(0)
-model.train()
-with torch.no_grad():
-    for _ in range(4):
-        model(torch.randn(8, 3, 224, 224, generator=statistics_generator))
-for norm, momentum in zip(norms, momenta):
-    norm.momentum = momentum
-model.eval()  # export must capture batch norm and dropout as in inference
+def calibrate_batchnorm(model, batches=4, batch_size=8):
+    norms = [module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)]
+    momenta = [norm.momentum for norm in norms]
+    for norm in norms:
+        norm.reset_running_stats()
+        norm.momentum = None  # a cumulative average over the batches below
+    generator = torch.Generator().manual_seed(0)
+    model.train()
+    with torch.no_grad():
+        for _ in range(batches):
+            model(torch.randn(batch_size, 3, 224, 224, generator=generator))
+    for norm, momentum in zip(norms, momenta):
+        norm.momentum = momentum
+    return model.eval()  # export needs batch norm and dropout in inference mode
+
+
+torch.manual_seed(0)
+model = calibrate_batchnorm(torchvision.models.mobilenet_v2(weights=None))
 
 example_inputs = (torch.randn(1, 3, 224, 224),)
 

@@ -69,7 +69,6 @@ class TinyTransformer(torch.nn.Module):
         return self.lm_head(self.final_norm(x))
 
 
-@torch.no_grad()
 def calibrate_batchnorm(model: torch.nn.Module, batches: int = 4, batch_size: int = 8) -> torch.nn.Module:
     """Give every batch-norm layer of an untrained image model statistics measured on random images.
 
@@ -79,18 +78,19 @@ def calibrate_batchnorm(model: torch.nn.Module, batches: int = 4, batch_size: in
     batches of ``(batch_size, 3, 224, 224)`` random images run in training
     mode, each layer averaging over all; no weight changes.
     """
-    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    norms = [module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)]
     momenta = [norm.momentum for norm in norms]
     for norm in norms:
         norm.reset_running_stats()
         norm.momentum = None  # a cumulative average over the batches below
     generator = torch.Generator().manual_seed(0)
     model.train()
-    for _ in range(batches):
-        model(torch.randn(batch_size, 3, 224, 224, generator=generator))
+    with torch.no_grad():
+        for _ in range(batches):
+            model(torch.randn(batch_size, 3, 224, 224, generator=generator))
     for norm, momentum in zip(norms, momenta):
         norm.momentum = momentum
-    return model.eval()
+    return model.eval()  # export needs batch norm and dropout in inference mode
 
 
 def _torchvision(name: str) -> tuple[torch.nn.Module, tuple[Any, ...]]:
