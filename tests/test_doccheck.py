@@ -1,10 +1,11 @@
 """The drift checker: each rule on a tree with exactly its defect and on a clean twin,
 our own README, pages and recipes, a foreign tree, and the command line.
 
-Fixture trees live in ``tests/fixtures/doccheck/<case>/{defect,clean}``; the
-case's ``EXPECTED`` file gives the mode (static, run, build) and every finding
-the defect must produce, as ``path:line: rule``. Nothing else may fire, and
-the clean twin must produce nothing at all.
+Fixture trees live in ``tests/fixtures/doccheck/<rule>-<case>/{defect,clean}``,
+named by the rule they are about; the case's ``EXPECTED`` file gives the mode
+(static, run, build) and every finding the defect must produce, as
+``path:line: rule``. Nothing else may fire, and the clean twin must produce
+nothing at all.
 """
 
 from __future__ import annotations
@@ -91,7 +92,20 @@ def test_rule_is_silent_on_the_clean_twin(case, tmp_path, monkeypatch):
 
 def test_every_rule_has_a_fixture():
     covered = {rule for case in CASES for rule in (line.split(": ")[1] for line in expected(case)[1])}
-    assert {"fate", "run", "transform-passes", "api", "duplicate", "regions", "ledger", "recipe"} <= covered
+    assert set(rules.NAMES) <= covered, f"no fixture finds {sorted(set(rules.NAMES) - covered)}"
+
+
+def rule_of_fixture(case: str) -> str | None:
+    """The rule a fixture folder ``<rule>-<case>`` names (the longest name that fits), or None."""
+    return max((name for name in rules.NAMES if case.startswith(f"{name}-")), key=len, default=None)
+
+
+def test_every_fixture_folder_names_a_rule_it_finds():
+    for case in CASES:
+        rule = rule_of_fixture(case)
+        assert rule is not None, f"fixture folder {case!r} names no rule; the rules are {', '.join(rules.NAMES)}"
+        found = {line.split(": ")[1] for line in expected(case)[1]}
+        assert rule in found, f"fixture {case!r} is named after {rule!r}, but its EXPECTED lists only {found}"
 
 
 def test_the_block_rules_the_ledger_publishes_are_rules():
@@ -205,7 +219,7 @@ def cli(*args, cwd=ROOT, monkeypatch=None, capsys=None):
 def test_python_dash_m_runs_the_checker():
     """`make check` runs it this way over our tree; here over a small tree (the clean twin runs in process)."""
     done = subprocess.run([sys.executable, "-m", "xnnguide.doccheck", "--rules", "duplicate", "."],
-                          capture_output=True, cwd=FIXTURES / "r4-duplicate-paragraph" / "defect", text=True,
+                          capture_output=True, cwd=FIXTURES / "duplicate-paragraph" / "defect", text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 1 and done.stdout.startswith("docs/b.md:5: duplicate: "), done.stdout + done.stderr
     assert "1 finding(s)" in done.stderr
@@ -213,7 +227,7 @@ def test_python_dash_m_runs_the_checker():
 
 def test_cli_exit_status_and_output_format(tmp_path, monkeypatch, capsys):
     run = lambda *args, cwd=ROOT: cli(*args, cwd=cwd, monkeypatch=monkeypatch, capsys=capsys)  # noqa: E731
-    status, out, err = run(".", cwd=FIXTURES / "r2-to-backend-without-transform" / "defect")
+    status, out, err = run(".", cwd=FIXTURES / "transform-passes-to-backend-without-transform" / "defect")
     assert status == 1
     assert out.splitlines() and all(FINDING.match(line) for line in out.splitlines())
     status, out, err = run(tmp_path / "absent")
