@@ -10,6 +10,7 @@ nothing at all.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import random
@@ -108,8 +109,29 @@ def test_every_fixture_folder_names_a_rule_it_finds():
         assert rule in found, f"fixture {case!r} is named after {rule!r}, but its EXPECTED lists only {found}"
 
 
+@pytest.mark.parametrize("name", rules.NAMES)
+def test_every_rule_module_has_the_common_shape(name):
+    """NAME is the file's name, the docstring starts with it, and check takes the context and returns findings."""
+    module = rules.load(name)
+    assert getattr(module, "NAME", None) == name, f"{module.__file__}: NAME must be {name!r}"
+    assert (module.__doc__ or "").startswith(f"``{name}``"), f"{module.__file__}: the docstring must start ``{name}``"
+    check_rule = getattr(module, "check", None)
+    assert callable(check_rule), f"{module.__file__}: no check(context) function"
+    signature = inspect.signature(check_rule)
+    assert list(signature.parameters) == ["context"], f"{module.__file__}: check{signature} must be check(context)"
+    assert (signature.parameters["context"].annotation, signature.return_annotation) == ("Context", "list[Finding]"), \
+        f"{module.__file__}: check{signature} must be check(context: Context) -> list[Finding]"
+
+
 def test_the_block_rules_the_ledger_publishes_are_rules():
     assert set(rules.BLOCK_RULES) <= set(rules.NAMES)
+
+
+def test_the_contributing_page_explains_every_rule():
+    page = (ROOT / "docs" / "contributing" / "index.md").read_text(encoding="utf-8")
+    section = page.split("## When a drift check fails", 1)[1].split("\n## ", 1)[0]
+    explained = set(re.findall(r"^- `([a-z-]+)`", section, re.M))
+    assert explained == set(rules.NAMES)
 
 
 # ------------------------------------------------------------------ our tree
