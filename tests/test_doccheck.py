@@ -1,14 +1,16 @@
 """The drift checker: each rule on a tree with exactly its defect and on a clean twin,
 our own README, pages and recipes, a foreign tree, and the command line.
 
-Fixture trees live in ``tests/fixtures/doccheck/<case>/{defect,clean}``; the
-case's ``EXPECTED`` file gives the mode (static, run, build) and every finding
-the defect must produce, as ``path:line: rule``. Nothing else may fire, and
-the clean twin must produce nothing at all.
+Fixture trees live in ``tests/fixtures/doccheck/<rule>-<case>/{defect,clean}``,
+named by the rule they are about; the case's ``EXPECTED`` file gives the mode
+(static, run, build) and every finding the defect must produce, as
+``path:line: rule``. Nothing else may fire, and the clean twin must produce
+nothing at all.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import random
@@ -21,8 +23,7 @@ from pathlib import Path
 import pytest
 
 from conftest import GALLERY, ROOT
-from xnnguide.doccheck import Options, check
-from xnnguide.doccheck.checker import ALL_RULES, STATIC_RULES
+from xnnguide.doccheck import Options, check, rules
 from xnnguide.doccheck.__main__ import write_ledger
 
 FIXTURES = ROOT / "tests" / "fixtures" / "doccheck"
@@ -60,13 +61,13 @@ def run_case(tree: Path, mode: str, monkeypatch) -> set[str]:
     monkeypatch.chdir(tree)
     options = Options([Path(".")], root=Path("."))
     if mode == "run":
-        options.run, options.rules = True, STATIC_RULES | {"run"}
+        options.run = True
     if mode == "build":
         write_records(tree, (tree / "RECORD").read_text().strip())
         # What the build's execution-ledger directive does, then what `make test` checks.
         ledger = check(Options([Path(".")], root=Path("."), run=True, rules=frozenset({"fate", "run"})))
         write_ledger(ledger, Path("docs/gallery/_records/ledger.json"))
-        options.build, options.rules = True, ALL_RULES
+        options.build = True
     report = check(options)
     for finding in report.findings:
         assert FINDING.match(str(finding)), f"badly formatted finding: {finding}"
@@ -92,7 +93,45 @@ def test_rule_is_silent_on_the_clean_twin(case, tmp_path, monkeypatch):
 
 def test_every_rule_has_a_fixture():
     covered = {rule for case in CASES for rule in (line.split(": ")[1] for line in expected(case)[1])}
-    assert {"fate", "run", "transform-passes", "api", "duplicate", "regions", "ledger", "recipe"} <= covered
+    assert set(rules.NAMES) <= covered, f"no fixture finds {sorted(set(rules.NAMES) - covered)}"
+
+
+def rule_of_fixture(case: str) -> str | None:
+    """The rule a fixture folder ``<rule>-<case>`` names (the longest name that fits), or None."""
+    return max((name for name in rules.NAMES if case.startswith(f"{name}-")), key=len, default=None)
+
+
+def test_every_fixture_folder_names_a_rule_it_finds():
+    for case in CASES:
+        rule = rule_of_fixture(case)
+        assert rule is not None, f"fixture folder {case!r} names no rule; the rules are {', '.join(rules.NAMES)}"
+        found = {line.split(": ")[1] for line in expected(case)[1]}
+        assert rule in found, f"fixture {case!r} is named after {rule!r}, but its EXPECTED lists only {found}"
+
+
+@pytest.mark.parametrize("name", rules.NAMES)
+def test_every_rule_module_has_the_common_shape(name):
+    """NAME is the file's name, the docstring starts with it, and check takes the context and returns findings."""
+    module = rules.load(name)
+    assert getattr(module, "NAME", None) == name, f"{module.__file__}: NAME must be {name!r}"
+    assert (module.__doc__ or "").startswith(f"``{name}``"), f"{module.__file__}: the docstring must start ``{name}``"
+    check_rule = getattr(module, "check", None)
+    assert callable(check_rule), f"{module.__file__}: no check(context) function"
+    signature = inspect.signature(check_rule)
+    assert list(signature.parameters) == ["context"], f"{module.__file__}: check{signature} must be check(context)"
+    assert (signature.parameters["context"].annotation, signature.return_annotation) == ("Context", "list[Finding]"), \
+        f"{module.__file__}: check{signature} must be check(context: Context) -> list[Finding]"
+
+
+def test_the_block_rules_the_ledger_publishes_are_rules():
+    assert set(rules.BLOCK_RULES) <= set(rules.NAMES)
+
+
+def test_the_contributing_page_explains_every_rule():
+    page = (ROOT / "docs" / "contributing" / "index.md").read_text(encoding="utf-8")
+    section = page.split("## When a drift check fails", 1)[1].split("\n## ", 1)[0]
+    explained = set(re.findall(r"^- `([a-z-]+)`", section, re.M))
+    assert explained == set(rules.NAMES)
 
 
 # ------------------------------------------------------------------ our tree
@@ -107,8 +146,9 @@ def test_our_readme_pages_and_recipes_pass_the_static_rules():
 
 @pytest.mark.build
 def test_the_last_build_accounted_for_every_block(built_site):
-    """Rule 6: the build's ledger covers every block, and every recipe passed in its current form."""
-    report = check(Options(OUR_TREE, root=ROOT, build=True, rules=ALL_RULES))
+    """The ledger and recipe rules: the build's ledger covers every block, and every recipe passed in its current
+    form."""
+    report = check(Options(OUR_TREE, root=ROOT, build=True))
     assert not report.findings, "\n" + "\n".join(map(str, report.findings))
     published = json.loads((GALLERY / "_records" / "ledger.json").read_text())
     python = [e for e in published["entries"] if e["fate"] != "other"]
@@ -123,7 +163,7 @@ FOREIGN = FIXTURES / "foreign"
 
 def test_a_foreign_tree_is_read_without_crashing(monkeypatch):
     monkeypatch.chdir(FOREIGN)
-    report = check(Options([Path(".")], root=Path("."), run=True, rules=ALL_RULES))
+    report = check(Options([Path(".")], root=Path("."), run=True))
     found = {f"{f.path}:{f.line}: {f.rule}" for f in report.findings}
     # A sample of what a reader of that tree should be told.
     assert "docs/guide/deep/nested.md:61: syntax" in found  # the fence that is never closed
@@ -200,8 +240,8 @@ def cli(*args, cwd=ROOT, monkeypatch=None, capsys=None):
 
 def test_python_dash_m_runs_the_checker():
     """`make check` runs it this way over our tree; here over a small tree (the clean twin runs in process)."""
-    done = subprocess.run([sys.executable, "-m", "xnnguide.doccheck", "--rules", "3", "."], capture_output=True,
-                          cwd=FIXTURES / "r4-duplicate-paragraph" / "defect", text=True,
+    done = subprocess.run([sys.executable, "-m", "xnnguide.doccheck", "--rules", "duplicate", "."],
+                          capture_output=True, cwd=FIXTURES / "duplicate-paragraph" / "defect", text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 1 and done.stdout.startswith("docs/b.md:5: duplicate: "), done.stdout + done.stderr
     assert "1 finding(s)" in done.stderr
@@ -209,7 +249,7 @@ def test_python_dash_m_runs_the_checker():
 
 def test_cli_exit_status_and_output_format(tmp_path, monkeypatch, capsys):
     run = lambda *args, cwd=ROOT: cli(*args, cwd=cwd, monkeypatch=monkeypatch, capsys=capsys)  # noqa: E731
-    status, out, err = run(".", cwd=FIXTURES / "r2-to-backend-without-transform" / "defect")
+    status, out, err = run(".", cwd=FIXTURES / "transform-passes-to-backend-without-transform" / "defect")
     assert status == 1
     assert out.splitlines() and all(FINDING.match(line) for line in out.splitlines())
     status, out, err = run(tmp_path / "absent")
@@ -218,8 +258,10 @@ def test_cli_exit_status_and_output_format(tmp_path, monkeypatch, capsys):
     bad.write_bytes(b"# Title\n\n\xff\xfe not UTF-8\n")
     status, out, err = run(bad)
     assert status == 2 and "not UTF-8" in err and not out
-    status, out, err = run("--rules", "9", "docs")
-    assert status == 2 and "unknown rule" in err
+    for unknown in ("fate,no-such-rule", "5"):  # rules have names; the numbers of issue 15 are gone
+        status, out, err = run("--rules", unknown, "docs")
+        assert status == 2 and not out and err.count("\n") == 1, err
+        assert err.startswith(f"doccheck: unknown rule {unknown.split(',')[-1]!r}; the rules are api, "), err
 
 
 def test_not_run_markers_are_counted_and_reported(tmp_path, monkeypatch, capsys):
@@ -236,7 +278,7 @@ def test_not_run_markers_are_counted_and_reported(tmp_path, monkeypatch, capsys)
     assert status == 0 and "2 not-run marker(s)" in err and "needs a GPU" in err
 
 
-# ------------------------------------------------------------------ rule 2 details
+# ------------------------------------------------------------------ transform-passes details
 
 LOWERING_VARIANTS = {
     # name: (code, number of findings)

@@ -9,29 +9,28 @@ import sys
 from pathlib import Path
 
 from xnnguide.core.records import FATES
-from xnnguide.doccheck.checker import ALL_RULES, RULES, STATIC_RULES, Options, Report, check
+from xnnguide.doccheck import rules
+from xnnguide.doccheck.checker import Options, Report, check
 from xnnguide.doccheck.pages import InputError
 
 
-def _rules(text: str) -> frozenset[str]:
-    named = {**{str(number): names for number, names in RULES.items()}, **{name: (name,) for name in ALL_RULES}}
-    items = [item for item in map(str.strip, text.split(",")) if item]
-    if unknown := [item for item in items if item not in named]:
-        raise argparse.ArgumentTypeError(f"unknown rule {unknown[0]!r}; use 1-6 or {', '.join(sorted(ALL_RULES))}")
-    return frozenset({"parse", *(name for item in items for name in named[item])})
+def selected_rules(text: str) -> frozenset[str]:
+    """The rules a comma-separated ``--rules`` value names; :class:`~.rules.UnknownRule` for a name of none."""
+    return rules.known(item for item in map(str.strip, text.split(",")) if item)
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m xnnguide.doccheck",
         description="Check that the code and prose of Markdown (MyST), reStructuredText and README files agree with "
-                    "the recipes and with the installed packages.", epilog="Rules: " + "; ".join(
-            f"{number} {', '.join(names)}" for number, names in RULES.items()) + ". Findings print as 'path:line: "
-        "rule: what is wrong — how to fix'. Exit status: 0 clean, 1 findings, 2 usage error or unreadable input.")
+                    "the recipes and with the installed packages.", epilog=f"Rules: {', '.join(rules.NAMES)} (the "
+        "Contributing page explains each). Findings print as 'path:line: rule: what is wrong — how to fix'. Exit "
+        "status: 0 clean, 1 findings, 2 usage error, unknown rule or unreadable input.")
     p.add_argument("paths", nargs="+", type=Path, help="files and folders to check (pages, READMEs, snippets)")
     p.add_argument("--root", type=Path, default=Path("."), help="project root: snippet: paths fall back to it")
     p.add_argument("--conf", type=Path, help="the Sphinx conf.py (default: next to or above a source folder)")
-    p.add_argument("--rules", type=_rules, help="only these rules: numbers 1-6 or names, comma-separated")
+    p.add_argument("--rules", help="only these rules, comma-separated names (default: all; run, ledger and recipe "
+                   "find something only with --run or --build)")
     p.add_argument("--run", action="store_true", help="also execute the doctest and page-order blocks")
     p.add_argument("--build", action="store_true", help="also check the last build's ledger and run records")
     p.add_argument("--gallery", type=Path, help="sphinx-gallery output folder holding _records (default: conf.py's)")
@@ -55,7 +54,7 @@ def summary(report: Report) -> list[str]:
 
 def write_ledger(report: Report, path: Path) -> None:
     data = {"counts": report.counts(), "entries": report.ledger,
-            "findings": [str(f) for f in report.findings if f.rule in ("fate", "syntax", "run", "ledger")]}
+            "findings": [str(f) for f in report.findings if f.rule in rules.BLOCK_RULES]}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
@@ -64,12 +63,12 @@ def write_ledger(report: Report, path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    rules = args.rules or STATIC_RULES | ({"ledger", "recipe", "run"} if args.build or args.run else set())
     try:
+        chosen = frozenset(rules.NAMES) if args.rules is None else selected_rules(args.rules)
         if args.conf is not None and not args.conf.is_file():
             raise InputError(f"{args.conf}: no such file")
-        report = check(Options(args.paths, args.root, args.conf, rules, args.run, args.build, args.gallery))
-    except InputError as error:
+        report = check(Options(args.paths, args.root, args.conf, chosen, args.run, args.build, args.gallery))
+    except (InputError, rules.UnknownRule) as error:
         print(f"doccheck: {error}", file=sys.stderr)
         return 2
     for finding in report.findings:

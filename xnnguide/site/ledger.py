@@ -1,9 +1,10 @@
 """The ``execution-ledger`` directive: what became of every code block, published in the build.
 
-The directive runs ``python -m xnnguide.doccheck --run --rules 5,6`` over ``doccheck_paths`` (relative to
-conf.py's folder; default: ``README.md``, ``docs`` and ``snippets``), which executes doctest and page-order
-blocks, reads the recipes' run records and writes ``<gallery>/_records/ledger.json``; the directive shows it as
-one table per page and warns for each block with no fate. The ledger of an earlier build is deleted when a build starts.
+The directive runs ``python -m xnnguide.doccheck --run --rules fate,syntax,run,ledger`` over ``doccheck_paths``
+(relative to conf.py's folder; default: ``README.md``, ``docs`` and ``snippets``), which executes doctest and
+page-order blocks, reads the recipes' run records and writes ``<gallery>/_records/ledger.json``; the directive
+shows it as one table per page and warns for each block with no fate. The ledger of an earlier build is deleted
+when a build starts.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ class ExecutionLedgerDirective(SphinxDirective):
         self.env.note_reread()  # the ledger is about every page: rebuild it every time
         app, confdir, gallery = self.env.app, Path(self.env.app.confdir), gallery_dir(self.env)
         target = records_dir(gallery) / "ledger.json"
-        command = [sys.executable, "-m", "xnnguide.doccheck", "--run", "--rules", "5,6", "--quiet", "--root",
-                   str(confdir), "--ledger-json", str(target), "--conf", str(confdir / "conf.py"),
+        command = [sys.executable, "-m", "xnnguide.doccheck", "--run", "--rules", "fate,syntax,run,ledger", "--quiet",
+                   "--root", str(confdir), "--ledger-json", str(target), "--conf", str(confdir / "conf.py"),
                    "--gallery", str(gallery)]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(confdir), os.environ.get("PYTHONPATH")]))}
         command += [str(confdir / path) for path in app.config.doccheck_paths]

@@ -1,6 +1,9 @@
-"""Run a page's code blocks, ``>>>`` blocks as doctests, in page order and one namespace, in a temporary
-working folder, with the project root first on ``sys.path``. A failure is reported at its page line; the
-blocks after it depend on it and are reported as not reached.
+"""``run`` (with ``--run``): every doctest and plain Python block of a page runs, and doctests print what they show.
+
+:func:`run_page` runs a page's code blocks, ``>>>`` blocks as doctests, in page order and one namespace, in a
+temporary working folder, with the project root first on ``sys.path``. A failure is reported at its page
+line; the blocks after it depend on it and are reported as not reached. The checker runs the blocks whatever
+rules run, since the execution ledger records their outcomes; this rule reports the failures.
 """
 
 from __future__ import annotations
@@ -15,9 +18,15 @@ import time
 import traceback
 from pathlib import Path
 
+from xnnguide.doccheck.context import Context
 from xnnguide.doccheck.pages import MAGIC, CodeBlock, Finding, parse_piece
 
-RULE = "run"
+NAME = "run"
+
+
+def check(context: Context) -> list[Finding]:
+    """The first failure of each page's blocks (a block that does not parse fails as the ``syntax`` rule says)."""
+    return [finding for _, _, finding in (context.outcomes or {}).values() if finding is not None]
 
 
 class _Runner(doctest.DocTestRunner):
@@ -34,7 +43,7 @@ class _Runner(doctest.DocTestRunner):
 
 def _run_script(block: CodeBlock, shown: str, namespace: dict) -> Finding | None:
     if any(MAGIC.match(line) for line in block.text.splitlines()):
-        return Finding(shown, block.line, RULE, "the block uses IPython magics (%, !), which plain Python cannot run",
+        return Finding(shown, block.line, NAME, "the block uses IPython magics (%, !), which plain Python cannot run",
                        "write it as plain Python, or mark it '<!-- doccheck: not-run reason=... -->'")
     statements, problem = parse_piece(block.text, block.text_line, shown)
     if problem is not None:
@@ -45,7 +54,7 @@ def _run_script(block: CodeBlock, shown: str, namespace: dict) -> Finding | None
     except (Exception, SystemExit) as error:  # the block failed: report where
         lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == shown]
         message = f"{type(error).__name__}: {error}".splitlines()[0] if str(error) else type(error).__name__
-        return Finding(shown, (lines or [block.text_line])[-1], RULE, f"the block failed when run: {message}",
+        return Finding(shown, (lines or [block.text_line])[-1], NAME, f"the block failed when run: {message}",
                        "fix the code so that it runs (the page's blocks run in order, in one namespace)")
     return None
 
@@ -55,13 +64,13 @@ def _run_doctest(block: CodeBlock, shown: str, namespace: dict) -> Finding | Non
         test = doctest.DocTestParser().get_doctest(block.text, namespace, f"{shown}:{block.line}", shown,
                                                    block.text_line - 1)
     except ValueError as error:
-        return Finding(shown, block.text_line, RULE, f"the >>> block is not a valid doctest: {error}",
+        return Finding(shown, block.text_line, NAME, f"the >>> block is not a valid doctest: {error}",
                        "indent continuation lines with '... ' and leave output right under its prompt")
     runner = _Runner()
     runner.run(test, out=lambda text: None, clear_globs=False)
     namespace.update(test.globs)
     for example, problem in runner.problems[:1]:
-        return Finding(shown, block.text_line + example.lineno, RULE, f"the doctest output differs: {problem}",
+        return Finding(shown, block.text_line + example.lineno, NAME, f"the doctest output differs: {problem}",
                        "update the expected output under the >>> line, or fix the code")
     return None
 

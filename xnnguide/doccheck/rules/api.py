@@ -1,4 +1,4 @@
-"""Rule 4: no API drift against the installed torch, executorch, torchao and torchvision.
+"""``api``: no API drift against the installed torch, executorch, torchao and torchvision.
 
 Every module imported from a tracked package, every name imported from one, every attribute path off
 such a name (``torch.export.export``), every call with its keyword arguments, and the attributes of
@@ -27,9 +27,10 @@ from pathlib import Path
 
 import griffe
 
+from xnnguide.doccheck.context import Context
 from xnnguide.doccheck.pages import Finding, Unit
 
-RULE = "api"
+NAME = "api"
 TRACKED = ("torch", "executorch", "torchao", "torchvision")
 UNKNOWN = "unknown"
 logging.getLogger("griffe").setLevel(logging.CRITICAL)
@@ -281,8 +282,10 @@ def _answer(use: Use, versions: dict[str, str]) -> list[list[str]]:
             for keyword in use.keywords if keyword not in valid]
 
 
-def check(units: list[Unit]) -> list[Finding]:
-    """Findings of rule 4. Answers are cached per unit text and per use, as long as :func:`_cache_file` holds."""
+def check(context: Context) -> list[Finding]:
+    """The uses the installed packages lack. Answers are cached per unit text and per use, as long as
+    :func:`_cache_file` holds."""
+    units = [unit for unit, _ in context.units]
     versions, path = {name: _version(name) for name in TRACKED}, _cache_file()
     try:
         cache = json.loads(path.read_text(encoding="utf-8"))
@@ -301,7 +304,7 @@ def check(units: list[Unit]) -> list[Finding]:
                     if not once or once not in reported:
                         reported.add(once)
                         cache[unit_key].append([use.line, message, fix])
-        findings += [Finding(unit.path, line, RULE, message, fix) for line, message, fix in cache[unit_key]]
+        findings += [Finding(unit.path, line, NAME, message, fix) for line, message, fix in cache[unit_key]]
     if len(cache) > size:
         with contextlib.suppress(OSError):
             path.parent.mkdir(parents=True, exist_ok=True)

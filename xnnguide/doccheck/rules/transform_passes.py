@@ -1,4 +1,4 @@
-"""Rule 1: every XNNPACK lowering runs the XNNPACK pre-partition transforms, read from the syntax tree.
+"""``transform-passes``: every XNNPACK lowering runs the XNNPACK pre-partition transforms, read from the syntax tree.
 
 ``to_edge_transform_and_lower(program, transform_passes=..., partitioner=[...])`` with a partitioner
 that may be XNNPACK's must get passes built with ``get_transform_passes(...)``; ``<edge>.to_backend(<XNNPACK
@@ -13,9 +13,10 @@ import ast
 import re
 from collections import defaultdict
 
+from xnnguide.doccheck.context import Context
 from xnnguide.doccheck.pages import Finding, Unit
 
-RULE = "transform-passes"
+NAME = "transform-passes"
 PASSES = "get_transform_passes"
 EXEMPTION = re.compile(r"#\s*doccheck:\s*without-transform-passes\b\s*(?:reason=(?P<reason>.*))?$")
 
@@ -100,18 +101,18 @@ def _check_lower(call: ast.Call, scope: Scope, path: str) -> Finding | None:
         return None  # visibly another backend's partitioner
     passes, visible = scope.argument(call, "transform_passes", 1)
     if not visible:
-        return Finding(path, call.lineno, RULE, "to_edge_transform_and_lower(...) gets its arguments from a ** "
+        return Finding(path, call.lineno, NAME, "to_edge_transform_and_lower(...) gets its arguments from a ** "
                        "mapping the checker cannot read, so it cannot see the XNNPACK transform passes",
                        "pass transform_passes=get_transform_passes() as a keyword argument")
     if passes is None:
-        return Finding(path, call.lineno, RULE, "to_edge_transform_and_lower(...) lowers to XNNPACK without "
+        return Finding(path, call.lineno, NAME, "to_edge_transform_and_lower(...) lowers to XNNPACK without "
                        "transform_passes=, so XNNPACK's pre-partition transforms never run",
                        "pass transform_passes=get_transform_passes() "
                        "(from executorch.backends.xnnpack.utils.configs import get_transform_passes)")
     # (A bare name the unit never assigns, such as a function's parameter, cannot be followed.)
     opaque = isinstance(passes, ast.Name) and not scope.resolved(passes, call.lineno)
     if not opaque and not scope.mentions(passes, PASSES, call.lineno):
-        return Finding(path, call.lineno, RULE, "transform_passes= of to_edge_transform_and_lower(...) does not "
+        return Finding(path, call.lineno, NAME, "transform_passes= of to_edge_transform_and_lower(...) does not "
                        "come from get_transform_passes(...), so XNNPACK's pre-partition transforms are missing",
                        "build the list with get_transform_passes(additional_passes=[...])")
     return None
@@ -151,7 +152,7 @@ def _check_to_backend(call: ast.Call, scope: Scope, path: str) -> Finding | None
                           "get_transform_passes()) in between, so XNNPACK's pre-partition transforms never run",
                "bad-transform": "the Edge program given to .to_backend(<XNNPACK partitioner>) was transformed "
                                 "without get_transform_passes(...)"}.get(_trace(receiver, scope, call.lineno))
-    return message and Finding(path, call.lineno, RULE, message, "call .transform(get_transform_passes(...)) on the "
+    return message and Finding(path, call.lineno, NAME, message, "call .transform(get_transform_passes(...)) on the "
                                "Edge program before .to_backend(...), or use to_edge_transform_and_lower(...)")
 
 
@@ -166,8 +167,13 @@ def exemption(unit: Unit, node: ast.Call) -> tuple[int, str] | None:
     return None
 
 
-def check(unit: Unit, exemptions: list[tuple[str, int, str]]) -> list[Finding]:
-    """Findings of rule 1; deliberate lowerings without the passes are added to *exemptions*."""
+def check(context: Context) -> list[Finding]:
+    """The lowerings without the passes; those without them on purpose are added to the context's exemptions."""
+    return [finding for unit, _ in context.units for finding in check_unit(unit, context.exemptions)]
+
+
+def check_unit(unit: Unit, exemptions: list[tuple[str, int, str]]) -> list[Finding]:
+    """The findings of one unit; deliberate lowerings without the passes are added to *exemptions*."""
     if "to_edge_transform_and_lower" not in unit.text and "to_backend" not in unit.text:
         return []  # every call the rule looks at names one of them, or is imported under one of them
     scope, findings = Scope(unit), []
@@ -179,7 +185,7 @@ def check(unit: Unit, exemptions: list[tuple[str, int, str]]) -> list[Finding]:
         if (exempt := exemption(unit, node)) is not None and exempt[1]:
             exemptions.append((unit.path, node.lineno, exempt[1]))
         else:
-            findings.append(finding if exempt is None else Finding(unit.path, exempt[0], RULE, "a without-transform-"
+            findings.append(finding if exempt is None else Finding(unit.path, exempt[0], NAME, "a without-transform-"
                             "passes exemption without a reason", 'say why: # doccheck: without-transform-passes '
                             'reason="..."'))
     return findings
