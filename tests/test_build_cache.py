@@ -103,7 +103,7 @@ def test_editing_one_recipe_reruns_only_that_recipe(site):
 
 def test_a_changed_helper_module_reruns_the_recipes_that_import_it(site):
     # tiny_alpha imports xnnguide.core.environment; tiny_beta does not.
-    with open(site / "xnnguide" / "environment.py", "a") as module:
+    with open(site / "xnnguide" / "core" / "environment.py", "a") as module:
         module.write("\n# an edit to a shared helper\n")
     result = build(site)
     assert_built(result)

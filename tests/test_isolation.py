@@ -153,7 +153,7 @@ def test_the_forkserver_preloads_torch_when_the_gallerys_recipes_import_it(tmp_p
     tiny = {"src_dir": str(root / "docs"), "examples_dirs": "../snippets"}
     assert isolation.preload(tiny) == ["matplotlib.pyplot", "xnnguide.site.isolation"]
     # A helper module of the package that imports torch counts as the recipe's import.
-    (root / "snippets" / "tiny_delta.py").write_text("from xnnguide.recipe_checks import delegation\n")
+    (root / "snippets" / "tiny_delta.py").write_text("from xnnguide.core import delegation\n")
     isolation.torch_imports.cache_clear()
     assert isolation.preload(tiny)[0] == "torch"
 
