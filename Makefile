@@ -106,7 +106,8 @@ test: ## everything CI checks: offline strict build, the test suite, link check;
 # run in `make test`.
 CHECK_TESTS := tests/test_gallery_order.py tests/test_reader_code.py tests/test_regions.py tests/test_facts.py tests/test_readme.py \
   tests/test_environment.py tests/test_doccheck.py tests/test_site.py tests/test_parallel_safety.py \
-  tests/test_shards.py tests/test_workflow.py tests/test_makefile.py tests/test_layers.py tests/test_records.py tests/test_shared_recipe_code.py
+  tests/test_shards.py tests/test_workflow.py tests/test_makefile.py tests/test_layers.py tests/test_records.py \
+  tests/test_shared_recipe_code.py tests/test_site_modules.py
 
 # pytest loads no plugin it finds installed (the browser and xdist plugins
 # take seconds to import and these tests use neither), and keeps no cache.

@@ -59,11 +59,11 @@ sphinx_gallery_conf = {
     "only_warn_on_example_error": True,
     # JUnit results, relative to the HTML output folder: _build/gallery-junit.xml.
     "junit": "../gallery-junit.xml",
-    "reset_modules": ("matplotlib", "xnnguide.site.recipes.recipe_hook"),
+    "reset_modules": ("matplotlib", "xnnguide.site.runs.recipe_hook"),
     "reset_modules_order": "both",
     # sphinx-gallery's execution-times pages load scripts and styles from three CDNs: offline they break, online
     # they tell third parties who reads the site. The Contributing page shows recipe times from our own run
-    # records instead (the recipe-times directive of xnnguide.site.recipes).
+    # records instead (the recipe-times directive of xnnguide.site.directives).
     "write_computation_times": False,
     "remove_config_comments": True,
     "capture_repr": (),
@@ -71,7 +71,7 @@ sphinx_gallery_conf = {
     # advanced; each subsection's GALLERY_HEADER.rst lists its recipes in order.
     "subsection_order": ["../snippets/lowering", "../snippets/quantization", "../snippets/llm",
                          "../snippets/performance", "../snippets/troubleshooting"],
-    "within_subsection_order": "xnnguide.site.recipes.RecipeOrder",
+    "within_subsection_order": "xnnguide.site.scheduling.RecipeOrder",
     # Recipes run side by side, one per core, at most 4 to bound the build's memory, in one pool for the whole
     # gallery (xnnguide.site.pool), each with its share of threads. A recipe that measures speed opts out
     # with `# sphinx_gallery_parallel = False`: it then runs alone.

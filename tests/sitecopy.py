@@ -4,8 +4,9 @@ The build-cache tests need to edit files and rebuild, which they must never
 do to the real checkout. :func:`make_site` copies what a build uses (``conf.py``,
 the ``xnnguide`` package, the gallery header) into a temporary folder, with
 two pages and two recipes that take milliseconds, so that several builds fit
-in a test. The real ``conf.py`` and ``xnnguide.site.recipes`` run unchanged,
-including sphinx-gallery's parallel worker processes.
+in a test. The real ``conf.py`` and ``xnnguide.site`` (its run hook,
+``xnnguide.site.runs``, and the build's start and end, ``xnnguide.site.build``)
+run unchanged, including sphinx-gallery's parallel worker processes.
 
 A build that tests only read is made once per test run by :func:`built_once`,
 and a test that edits and rebuilds works on its own :func:`copy_site` of it.

@@ -1,10 +1,11 @@
 """The build does no work twice, and re-runs exactly what changed.
 
 Each test works on a throwaway copy of the site with two tiny recipes (see
-``sitecopy.py``), builds it with the real ``conf.py`` and
-``xnnguide.site.recipes``, edits files, rebuilds, and reads which recipes ran
-from the executions log (written by the recipe hook) and from
-sphinx-gallery's own list of what it ran (``_records/build.json``).
+``sitecopy.py``), builds it with the real ``conf.py`` and ``xnnguide.site``
+(the run hook of ``runs``, the start and end of ``build``), edits files,
+rebuilds, and reads which recipes ran from the executions log (written by the
+recipe hook) and from sphinx-gallery's own list of what it ran
+(``_records/build.json``).
 """
 
 from __future__ import annotations

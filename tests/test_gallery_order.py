@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from conftest import SNIPPETS
 
-from xnnguide.core.records import recipe_files
-from xnnguide.site.recipes import RecipeOrder, listed_order
+from xnnguide.core.records import listed_order, recipe_files
+from xnnguide.site.scheduling import RecipeOrder
 
 SUBSECTIONS = ["lowering", "quantization", "llm", "performance", "troubleshooting"]
 

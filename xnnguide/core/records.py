@@ -1,6 +1,6 @@
 """Run records: what the last build knows of each recipe, readable without Sphinx.
 
-The build (:mod:`xnnguide.site.recipes`) writes one JSON run record per recipe under ``<gallery>/_records/runs/``.
+The build (:mod:`xnnguide.site.runs`) writes one JSON run record per recipe under ``<gallery>/_records/runs/``.
 Everything that asks whether a recipe passed in its current form (the build's cache, ``tests/test_recipes_ran.py``
 through :mod:`xnnguide.core.results`, the drift checker's ledger, the page tests) asks :func:`stale_reason`.
 """

@@ -1,11 +1,22 @@
-"""The Sphinx side of the guide, one extension (``xnnguide.site`` in ``conf.py``).
+"""The Sphinx side of the guide, one extension (``xnnguide.site`` in ``conf.py``), one job per module.
 
+Running the recipes:
+
+* :mod:`.scheduling`: when and with what a recipe runs: its place in the gallery, its time and memory
+  budgets, its threads;
 * :mod:`.pool`: every recipe the build has to run, in one pool across the gallery's folders, as soon as a
   core is free;
 * :mod:`.isolation`: each recipe that runs, in a process of its own, stopped at its time or memory budget;
   a crash fails that recipe only;
-* :mod:`.recipes`: run records of the recipes sphinx-gallery runs, the build cache, thread limits, the
-  facts, stamps and recipe times on pages, the gallery pages without region markers;
+* :mod:`.runs`: run records, what each recipe leaves behind, written by the hook around its run;
+* :mod:`.build`: the start and the end of a build around the recipe runs: the cache, the executions log,
+  the verdicts, shards.
+
+Writing the pages:
+
+* :mod:`.directives`: the roles and directives that put what the recipes recorded into a page (facts,
+  quoted errors, tables, verified stamps, recipe times);
+* :mod:`.gallery_pages`: the gallery pages, finished as they are read: no region markers, a verified stamp;
 * :mod:`.ledger`: the ``execution-ledger`` directive, what became of every code block (it runs the drift
   checker, :mod:`xnnguide.doccheck`);
 * :mod:`.navigation`: the header and sidebar by kind of page;
@@ -21,11 +32,15 @@ from typing import Any
 
 from sphinx.application import Sphinx
 
-from xnnguide.site import ledger, navigation, pool, recipes, summary
+from xnnguide.site import build, directives, gallery_pages, ledger, navigation, pool, runs, scheduling, summary
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    recipes.register(app)
+    runs.register(app)
+    scheduling.register(app)
+    directives.register(app)
+    gallery_pages.register(app)
+    build.register(app)
     pool.install()
     ledger.register(app)
     navigation.register(app)

@@ -44,7 +44,7 @@ from sphinx_gallery.utils import get_md5sum
 from xnnguide.core import quiet
 from xnnguide.core.records import helper_modules, imported_modules, recipe_files, shown
 from xnnguide.core.results import failure_line
-from xnnguide.site import recipes
+from xnnguide.site import runs, scheduling
 
 #: How long after its time budget a child that did not stop itself is killed.
 GRACE_SECONDS = 30.0
@@ -89,10 +89,10 @@ def run(args: tuple[str, str, str, dict[str, Any]], beside_others: bool) -> Run:
     :class:`ValueError` for a recipe whose budgets do not parse.
     """
     fname, _, src_dir, gallery_conf = args
-    seconds, gb = recipes.budgets(recipe_path(fname, src_dir))
-    env = dict(os.environ, **{recipes.IN_WORKER: "1" if beside_others else "0"})
+    seconds, gb = scheduling.budgets(recipe_path(fname, src_dir))
+    env = dict(os.environ, **{scheduling.IN_WORKER: "1" if beside_others else "0"})
     if beside_others:
-        share = str(recipes.thread_share(gallery_conf))
+        share = str(scheduling.thread_share(gallery_conf))
         env.update({name: os.environ.get(name, share) for name in ParallelBackendBase.MAX_NUM_THREADS_VARS})
     payload = cloudpickle.dumps((args, env, sys.path, os.getcwd()))
     with tempfile.NamedTemporaryFile("w+", prefix="xnnguide-trace-", suffix=".txt") as trace:
@@ -106,9 +106,9 @@ def generate_file_rst(fname: str, target_dir: str, src_dir: str, gallery_conf: d
     args = (fname, target_dir, src_dir, gallery_conf)
     if not must_run(*args):
         return _original(*args)
-    recipes.execution_order.append(Path(fname).stem)
+    runs.execution_order.append(Path(fname).stem)
     try:
-        ran = run(args, recipes.in_worker())
+        ran = run(args, scheduling.in_worker())
     except ValueError as error:
         return failed(args, str(error), 0.0)
     return result(args, ran)
@@ -120,7 +120,7 @@ def result(args: tuple[str, str, str, dict[str, Any]], ran: Run) -> Any:
     fname, _, src_dir, gallery_conf = args
     source = recipe_path(fname, src_dir)
     if not isinstance(ran.outcome, str):
-        recipes.add_to_run_record(gallery_conf, fname, peak_gb=round(ran.peak / 1e9, 3))
+        runs.add_to_run_record(gallery_conf, fname, peak_gb=round(ran.peak / 1e9, 3))
         return ran.outcome
     frames = _recipe_thread(ran.trace, source)
     # From the recipe's outermost frame on, as sphinx-gallery shows a traceback.
@@ -135,9 +135,9 @@ def result(args: tuple[str, str, str, dict[str, Any]], ran: Run) -> Any:
     message = ran.outcome + (f" while at {linecache.getline(str(source), line).strip()}" if inside else "")
     print(f"{shown(source)}:{line}: recipe: {message}{raised}", file=sys.stderr, flush=True)
     error = f"Traceback (most recent call last), from faulthandler in process {ran.pid}:\n{trace_text}{message}"
-    seconds, gb = recipes.budgets(source)
-    recipes.write_run(gallery_conf, fname, seconds=ran.elapsed, pid=ran.pid, status="failed", error=error,
-                      budget_seconds=seconds, budget_gb=gb, peak_gb=round(ran.peak / 1e9, 3))
+    seconds, gb = scheduling.budgets(source)
+    runs.write_run(gallery_conf, fname, seconds=ran.elapsed, pid=ran.pid, status="failed", error=error,
+                   budget_seconds=seconds, budget_gb=gb, peak_gb=round(ran.peak / 1e9, 3))
     return failed(args, error, ran.elapsed)
 
 

@@ -21,7 +21,8 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 from xnnguide.core.records import FATES, records_dir
-from xnnguide.site.recipes import gallery_dir, rst_table
+from xnnguide.site.directives import rst_table
+from xnnguide.site.runs import gallery_dir
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ The order of starts (:func:`next_job`):
 * the others, beside each other: those declared long first (``# xnnguide_start_early = True``), so that the
   short ones fill the cores around them, then the rest, each group in gallery order.
 
-A recipe that runs beside others gets its share of the threads (:func:`xnnguide.site.recipes.thread_share`).
+A recipe that runs beside others gets its share of the threads (:func:`xnnguide.site.scheduling.thread_share`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from sphinx.errors import ExtensionError
 from sphinx_gallery import gen_gallery, gen_rst
 
 from xnnguide.core.records import declared_files
-from xnnguide.site import isolation, recipes
+from xnnguide.site import isolation, runs, scheduling
 
 _START_EARLY = re.compile(r"^\s*#\s*xnnguide_start_early\s*=\s*True\s*$", re.MULTILINE)
 
@@ -100,7 +100,7 @@ class Pool:
                 self._pending.remove(job)
                 self._running.append(job)
                 # Recorded here, under the lock: two slots that start at once would append in either order.
-                recipes.execution_order.append(job.name)
+                runs.execution_order.append(job.name)
             try:
                 ran: isolation.Run | BaseException = isolation.run(job.args, beside_others=not job.alone)
             except BaseException as error:  # noqa: BLE001 - handed to the Sphinx process by take()
@@ -138,7 +138,7 @@ def jobs(src_root: Path, target_root: Path, gallery_conf: dict[str, Any]) -> lis
             args = (fname, str(target_dir), str(src_dir), gallery_conf)
             source = isolation.recipe_path(fname, src_dir)
             try:
-                recipes.budgets(source)
+                scheduling.budgets(source)
             except ValueError:  # sphinx-gallery's call reports it, as a failing recipe
                 continue
             if isolation.must_run(*args):

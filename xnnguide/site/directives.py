@@ -1,0 +1,187 @@
+"""The roles and directives that put what the recipes recorded into a page, read while pages are read.
+
+* ``{fact}`recipe/key``` and ``fact-block``: a scalar a recipe recorded (:mod:`xnnguide.core.facts`);
+* ``fact-table``: a table a recipe recorded; ``generated-table``: a table computed while the page is read;
+* ``{quoted-error}`message```: a message quoted on a page, which some recipe must have recorded;
+* ``verified-stamp``: which releases, machine and date verified a recipe, from its run record
+  (:mod:`.gallery_pages` puts one on every recipe's page); ``recipe-times``: every recipe's last run.
+
+Each one warns at its line when what it shows was not recorded, and makes the page depend on the files it
+read, so the page is read again when a recipe records anew. :func:`rst_table` builds their tables (and the
+execution ledger's, :mod:`.ledger`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from typing import Any
+
+from docutils import nodes
+from docutils.parsers.rst.directives import unchanged
+from sphinx.application import Sphinx
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective, SphinxRole
+
+from xnnguide.core import facts
+from xnnguide.core.records import (budget_seconds, load_run_record, quote_recorded, recipe_files, recorded_texts,
+                                   records_dir, shown)
+from xnnguide.site.runs import gallery_dir
+
+logger = logging.getLogger(__name__)
+
+
+def _warn(element: SphinxRole | SphinxDirective, subtype: str, message: str, *args: Any) -> None:
+    logger.warning(message, *args, location=element.get_location(), type="xnnguide", subtype=subtype)
+
+
+_WRONG_KIND = {"display": "is a table; use the fact-table directive", "header": "is a scalar; use the fact role"}
+
+
+def _recorded(element: SphinxRole | SphinxDirective, target: str, field: str) -> dict | None:
+    """The fact *target* (``recipe/key``) names, if it has *field*; otherwise a warning at the element, and None."""
+    recipe, _, key = target.strip().partition("/")
+    if not recipe or not key:
+        problem = f"expected 'recipe/key', got {target!r}"
+    else:
+        path = records_dir(gallery_dir(element.env)) / "facts" / f"{recipe}.json"
+        element.env.note_dependency(str(path))  # re-read this page whenever the recipe records new figures
+        recorded = facts.load(path)
+        if field in recorded.get(key, {}):
+            return recorded[key]
+        problem = (f"{target!r} {_WRONG_KIND[field]}" if key in recorded
+                   else f"recipe {recipe!r} recorded no fact {key!r}; it has: {', '.join(sorted(recorded))}"
+                   if recorded else f"recipe {recipe!r} recorded no facts (did snippets/{recipe}.py run?)")
+    _warn(element, "fact", "%s: %s", element.name, problem)
+    return None
+
+
+class FactRole(SphinxRole):
+    """``{fact}`recipe/key``` — the display text of a recorded scalar."""
+
+    def run(self) -> tuple[list[nodes.Node], list[nodes.system_message]]:
+        fact = _recorded(self, self.text, "display")
+        if fact is None:
+            return [nodes.problematic(self.rawtext, self.rawtext)], []
+        return [nodes.literal(self.rawtext, fact["display"], classes=["xnnguide-fact"])], []
+
+
+class QuotedErrorRole(SphinxRole):
+    """``{quoted-error}`message``` — a message quoted on a page; some recipe must have recorded it: the build
+    warns (and the strict build fails) at the quote's line when no fact contains the text, word for word."""
+
+    def run(self) -> tuple[list[nodes.Node], list[nodes.system_message]]:
+        app, gallery = self.env.app, gallery_dir(self.env)
+        if not hasattr(app, "xnnguide_quotes"):  # the recipes ran before any page is read: read their facts once
+            app.xnnguide_quotes = sorted((records_dir(gallery) / "facts").glob("*.json")), recorded_texts(gallery)
+        paths, texts = app.xnnguide_quotes
+        for path in paths:
+            self.env.note_dependency(str(path))
+        if not quote_recorded(self.text, texts):
+            _warn(self, "quote", "quoted-error: no recipe recorded the message %r; quote what a recipe records "
+                  "with facts.record", self.text)
+        return [nodes.literal(self.rawtext, self.text, classes=["xnnguide-quote"])], []
+
+
+def rst_table(header: list[str], rows: list[list[str]], caption: str | None, kind: str) -> nodes.table:
+    """A docutils table of text cells."""
+
+    def row(cells: list[str]) -> nodes.row:
+        return nodes.row("", *(nodes.entry("", nodes.paragraph(text=cell)) for cell in cells))
+
+    table = nodes.table("", *([nodes.title(text=caption)] if caption else []), classes=[kind])
+    table += nodes.tgroup("", *(nodes.colspec(colwidth=1) for _ in header), nodes.thead("", row(header)),
+                          nodes.tbody("", *map(row, rows)), cols=len(header))
+    return table
+
+
+def _directive(run: Any, arguments: int = 1, **options: Any) -> type[SphinxDirective]:
+    """A directive whose ``run`` is the function *run*, with *arguments* required arguments and *options*."""
+    return type(run.__name__, (SphinxDirective,), {"run": run, "required_arguments": arguments,
+                                                 "option_spec": options or None, "__doc__": run.__doc__})
+
+
+def fact_table(self: SphinxDirective) -> list[nodes.Node]:
+    """``fact-table``: a table recorded by a recipe with :func:`xnnguide.core.facts.record_table`."""
+    fact = _recorded(self, self.arguments[0], "header")
+    caption = self.options.get("caption")
+    return [rst_table(fact["header"], fact["rows"], caption, "xnnguide-fact-table")] if fact else []
+
+
+def generated_table(self: SphinxDirective) -> list[nodes.Node]:
+    """``generated-table``: a table computed while the page is read; ``module:function`` returns a header, rows
+    and the files it read."""
+    module, _, name = self.arguments[0].partition(":")
+    try:
+        header, rows, sources = getattr(importlib.import_module(module), name)()
+    except Exception as error:  # noqa: BLE001 - any failure is the page's warning, not a crash
+        _warn(self, "generated-table", "generated-table: %s: %s", self.arguments[0], error)
+        return []
+    for source in sources:  # the page is read again when one of them changes
+        self.env.note_dependency(os.path.abspath(source))
+    table = rst_table(header, rows, self.options.get("caption"), "xnnguide-fact-table")
+    table["support_smartquotes"] = False  # command-line flags keep their "--"
+    return [table]
+
+
+def fact_block(self: SphinxDirective) -> list[nodes.Node]:
+    """``fact-block``: a recorded scalar's display text as a code block, e.g. a console transcript."""
+    fact = _recorded(self, self.arguments[0], "display")
+    return [nodes.literal_block(fact["display"], fact["display"], classes=["xnnguide-fact"],
+                                language=self.options.get("language", "text"))] if fact else []
+
+
+def _run_record(directive: SphinxDirective, recipe: str) -> dict[str, Any] | None:
+    """The last run record of *recipe*; the page is read again when it changes."""
+    directive.env.note_dependency(str(records_dir(gallery_dir(directive.env)) / "runs" / f"{recipe}.json"))
+    return load_run_record(gallery_dir(directive.env), recipe)  # type: ignore[return-value]
+
+
+def recipe_times(self: SphinxDirective) -> list[nodes.Node]:
+    """``recipe-times``: every recipe's last run, slowest first: time, budget, verdict, and whether it ran alone,
+    from the run records, in place of sphinx-gallery's execution-times pages, which load scripts from CDNs."""
+    default = float(self.env.config.xnnguide_default_budget_seconds)
+    rows = []
+    for source in recipe_files(Path(self.env.app.confdir) / "snippets"):
+        record = _run_record(self, source.stem)
+        if record is None:
+            _warn(self, "stamp", "recipe-times: recipe %r has no run record", source.stem)
+            continue
+        rows.append((record["seconds"], [shown(source), f"{record['seconds']:.1f} s",
+                                         f"{budget_seconds(source, default):g} s", record["status"],
+                                         "beside others" if record.get("worker") else "alone"]))
+    rows.sort(key=lambda row: -row[0])
+    return [rst_table(["Recipe", "Last run", "Budget", "Verdict", "Ran"], [cells for _, cells in rows],
+                   "Recipe run times in the build of this site", "xnnguide-recipe-times")]
+
+
+def verified_stamp(self: SphinxDirective) -> list[nodes.Node]:
+    """``verified-stamp``: which releases, machine and date verified a recipe."""
+    recipe = self.arguments[0].strip()
+    record = _run_record(self, recipe)
+    if record is None:
+        _warn(self, "stamp", "verified-stamp: recipe %r has no run record; it did not run in this build tree", recipe)
+        return []
+    if record["status"] != "passed":
+        _warn(self, "stamp", "verified-stamp: recipe %r did not pass its last run", recipe)
+    env = record["environment"]
+    source = Path(record.get("source") or f"snippets/{record['recipe']}.py")
+    versions = ", ".join(f"{name} {version}" for name, version in env["versions"].items())
+    text = (
+        f"Verified by running {shown(source) if 'snippets' in source.parts[:-1] else source} on "
+        f"{record['finished'][:10]} ({record['seconds']:.1f} s) with {versions}, Python {env['python']}, "
+        f"on {env['cpu']} ({env['cores']} logical cores, {env['machine']})."
+    )
+    return [nodes.container("", nodes.paragraph(text=text), classes=["xnnguide-stamp"])]
+
+
+def register(app: Sphinx) -> None:
+    """Add the roles and directives (called by :func:`xnnguide.site.setup`)."""
+    app.add_role("fact", FactRole())
+    app.add_role("quoted-error", QuotedErrorRole())
+    app.add_directive("fact-table", _directive(fact_table, caption=unchanged))
+    app.add_directive("generated-table", _directive(generated_table, caption=unchanged))
+    app.add_directive("fact-block", _directive(fact_block, language=unchanged))
+    app.add_directive("verified-stamp", _directive(verified_stamp))
+    app.add_directive("recipe-times", _directive(recipe_times, arguments=0))
