@@ -3,7 +3,7 @@
 A recipe calls :func:`record` for every figure a page shows (an error, a
 size, a node count, a latency). The build writes them to one JSON file per
 recipe; the ``{fact}`` role and the ``{fact-table}`` directive of
-``xnnguide.site.recipes`` read that file. A page therefore never contains a
+``xnnguide.site.directives`` read that file. A page therefore never contains a
 typed-in measurement: if the recipe stops producing a figure, the page fails
 to build.
 
