@@ -9,9 +9,8 @@ ships, with CMake and Ninja from PyPI and the system's C++ compiler. It runs
 the MobileNet V2 programs, fp32 and int8, that
 :doc:`/gallery/quantization/quantize_mobilenet_v2_int8_static` writes, reads
 the values the runner prints and compares them with eager PyTorch and with
-the Python runtime. Then it times the same program from C++, from Python and
-in eager PyTorch, measures the XNNPACK backend's runtime options with two
-programs loaded, profiles a run with ETDump, and reproduces the failure of a
+the Python runtime. Then it measures the XNNPACK backend's runtime options
+with two programs loaded, profiles a run with ETDump, and reproduces the failure of a
 program built without the XNNPACK backend. The how-to page
 :doc:`/guides/run_pte_from_cpp` walks through the C++ side.
 """
@@ -233,66 +232,6 @@ facts.record_table(
 facts.record_table("fp32_transcript", ["./runner mobilenet_v2_fp32.pte"],
                    [[line] for line in fp32_lines[:header_index + 3]]
                    + [[f"({len(fp32_lines) - header_index - 3} more lines)"]])
-# sphinx_gallery_end_ignore
-
-# %%
-# Native latency
-# --------------
-# ``--iterations N`` runs the method N more times after the printed run and
-# prints the median latency; ``--threads T`` sizes ExecuTorch's thread pool,
-# which XNNPACK runs on. The same fp32 program is timed from Python on the
-# ExecuTorch runtime, and the model in eager PyTorch, each with as many
-# threads as PyTorch uses here and the same number of timed calls.
-
-# [start cpp_latency]
-import statistics
-
-threads = torch.get_num_threads()
-runs = 20
-timed = subprocess.run([str(runner), str(fp32_pte), "--iterations", str(runs),
-                        "--threads", str(threads)], check=True, capture_output=True, text=True).stdout
-latency_line = next(line for line in timed.splitlines() if line.startswith("median latency: "))
-cpp_ms = float(latency_line.split()[2])
-
-
-def median_ms(call):
-    call()  # warm-up
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        call()
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
-
-
-method = Runtime.get().load_program(fp32_pte).load_method("forward")
-python_ms = median_ms(lambda: method.execute([ones]))
-with torch.no_grad():
-    eager_ms = median_ms(lambda: model(ones))
-print(latency_line)
-print(f"C++ runner {cpp_ms:.2f} ms, Python runtime {python_ms:.2f} ms, eager PyTorch {eager_ms:.2f} ms "
-      f"({threads} threads, median of {runs})")
-# [end cpp_latency]
-
-# sphinx_gallery_start_ignore
-# Its latency table needs the machine to itself: run alone, not side by side.
-# sphinx_gallery_parallel = False
-assert latency_line.startswith("median latency: ") and f"over {runs} runs, {threads} threads" in latency_line
-assert cpp_ms > 0 and python_ms > 0 and eager_ms > 0
-facts.record("latency_line", latency_line)
-facts.record("threads", threads)
-facts.record("cpp_ms", cpp_ms, f"{cpp_ms:.2f} ms")
-facts.record("python_ms", python_ms, f"{python_ms:.2f} ms")
-facts.record("eager_ms", eager_ms, f"{eager_ms:.2f} ms")
-facts.record_table(
-    "latency",
-    ["MobileNet V2 fp32, one image", "Median latency", "Against the C++ runner"],
-    [
-        ["C++ runner (XNNPACK .pte)", f"{cpp_ms:.2f} ms", "1.00×"],
-        ["Python runtime (same .pte)", f"{python_ms:.2f} ms", f"{python_ms / cpp_ms:.2f}×"],
-        ["eager PyTorch", f"{eager_ms:.2f} ms", f"{eager_ms / cpp_ms:.2f}×"],
-    ],
-)
 # A bad path: one line on stderr, a non-zero exit, nothing on stdout.
 missing = subprocess.run([str(runner), "no_such_model.pte"], capture_output=True, text=True)
 assert missing.returncode != 0 and missing.stdout == "" and len(missing.stderr.splitlines()) == 1, missing
@@ -315,6 +254,7 @@ facts.record("missing_file_status", missing.returncode)
 # the options are made for.
 
 # [start cpp_options]
+threads = torch.get_num_threads()
 settings = {
     "defaults": [],
     "weight cache on": ["--weight-cache", "on"],
