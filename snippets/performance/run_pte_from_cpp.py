@@ -9,8 +9,7 @@ ships, with CMake and Ninja from PyPI and the system's C++ compiler. It runs
 the MobileNet V2 programs, fp32 and int8, that
 :doc:`/gallery/quantization/quantize_mobilenet_v2_int8_static` writes, reads
 the values the runner prints and compares them with eager PyTorch and with
-the Python runtime. Then it measures the XNNPACK backend's runtime options
-with two programs loaded, profiles a run with ETDump, and reproduces the failure of a
+the Python runtime. Then it profiles a run with ETDump, and reproduces the failure of a
 program built without the XNNPACK backend. The how-to page
 :doc:`/guides/run_pte_from_cpp` walks through the C++ side.
 """
@@ -240,89 +239,6 @@ facts.record("missing_file_status", missing.returncode)
 # sphinx_gallery_end_ignore
 
 # %%
-# XNNPACK's runtime backend options
-# ---------------------------------
-# The XNNPACK backend takes options at run time, through
-# ``executorch/runtime/backend/options.h``: ``weight_cache_enabled`` (a bool)
-# shares packed weights between delegate instances, and
-# ``workspace_sharing_mode`` (0 disabled, 1 per program, 2 global) lets the
-# delegates of one program, or of all programs, share one workspace for
-# their intermediate tensors. The runner sets them before it loads anything
-# (``--weight-cache on|off``, ``--workspace-sharing 0|1|2``) and prints the
-# values the backend reports back. ``--copies 2`` loads the fp32 program
-# twice, as two independent programs, and runs them in turn: the situation
-# the options are made for.
-
-# [start cpp_options]
-threads = torch.get_num_threads()
-settings = {
-    "defaults": [],
-    "weight cache on": ["--weight-cache", "on"],
-    "workspace sharing 0": ["--workspace-sharing", "0"],
-    "workspace sharing 1": ["--workspace-sharing", "1"],
-}
-
-
-def number(line):
-    return float(line.split(":", 1)[1].split()[0])
-
-
-option_runs = {}
-for name, flags in settings.items():
-    _, printed = run_runner(fp32_pte, "--copies", 2, "--iterations", 10, "--threads", threads, *flags)
-    lines = printed.splitlines()
-    loads = [line for line in lines if line.startswith("load ")]
-    option_runs[name] = {
-        "options": [line.removeprefix("xnnpack ") for line in lines if line.startswith("xnnpack ")],
-        "first load ms": float(loads[0].split(": ")[1].split()[0]),
-        "second load ms": float(loads[1].split(": ")[1].split()[0]),
-        "resident after loading MiB": float(loads[1].split("resident ")[1].split()[0]),
-        "resident after running MiB": number(next(line for line in lines if line.startswith("resident after"))),
-        "latency ms": number(next(line for line in lines if line.startswith("median latency"))),
-    }
-for name, run in option_runs.items():
-    print(f"{name:22} {', '.join(run['options'])}: second load {run['second load ms']:.1f} ms, "
-          f"{run['resident after running MiB']:.1f} MiB after running, {run['latency ms']:.2f} ms per run")
-# [end cpp_options]
-
-# sphinx_gallery_start_ignore
-defaults, cached = option_runs["defaults"], option_runs["weight cache on"]
-# What the backend reports it was set to: each flag reached it.
-assert defaults["options"] == ["weight_cache_enabled: 0", "workspace_sharing_mode: 2"], defaults["options"]
-assert cached["options"][0] == "weight_cache_enabled: 1"
-assert option_runs["workspace sharing 0"]["options"][1] == "workspace_sharing_mode: 0"
-assert option_runs["workspace sharing 1"]["options"][1] == "workspace_sharing_mode: 1"
-# Memory is what the options change, and memory does not depend on the machine's load.
-weights_saved = defaults["resident after loading MiB"] - cached["resident after loading MiB"]
-workspace_saved = (option_runs["workspace sharing 0"]["resident after running MiB"]
-                   - defaults["resident after running MiB"])
-per_program_saved = (option_runs["workspace sharing 0"]["resident after running MiB"]
-                     - option_runs["workspace sharing 1"]["resident after running MiB"])
-assert weights_saved > 5, f"the weight cache saved {weights_saved:.1f} MiB only"
-# The option keys, as strings in the backend's library: the two measured here and two more.
-backend_library = (executorch_dir / "lib" / "libexecutorch_backend_xnnpack.so").read_bytes()
-option_keys = [key for key in ("weight_cache_enabled", "workspace_sharing_mode", "packed_cache_path",
-                               "save_weight_cache_on_disk") if b"\0" + key.encode() + b"\0" in backend_library]
-assert option_keys[:2] == ["weight_cache_enabled", "workspace_sharing_mode"], option_keys
-facts.record("xnnpack_option_keys", ", ".join(option_keys))
-assert workspace_saved > 1, f"global workspace sharing saved {workspace_saved:.1f} MiB only"
-facts.record("default_options", ", ".join(defaults["options"]))
-facts.record("weights_saved_mib", weights_saved, f"{weights_saved:.1f} MiB")
-facts.record("workspace_saved_mib", workspace_saved, f"{workspace_saved:.1f} MiB")
-facts.record("per_program_saved_mib", abs(per_program_saved), f"{abs(per_program_saved):.1f} MiB")
-facts.record("cached_second_load_ms", cached["second load ms"], f"{cached['second load ms']:.1f} ms")
-facts.record("default_second_load_ms", defaults["second load ms"], f"{defaults['second load ms']:.1f} ms")
-facts.record_table(
-    "backend_options",
-    ["Setting (two copies of the fp32 program)", "Options the backend reports", "First load", "Second load",
-     "Resident after both loads", "Resident after running", "Median latency"],
-    [[name, ", ".join(run["options"]), f"{run['first load ms']:.1f} ms", f"{run['second load ms']:.1f} ms",
-      f"{run['resident after loading MiB']:.1f} MiB", f"{run['resident after running MiB']:.1f} MiB",
-      f"{run['latency ms']:.2f} ms"] for name, run in option_runs.items()],
-)
-# sphinx_gallery_end_ignore
-
-# %%
 # Profile a run with ETDump
 # -------------------------
 # With ``--etdump FILE.etdp`` the runner gives its ``Module`` an
@@ -337,6 +253,7 @@ facts.record_table(
 # [start cpp_etdump]
 from executorch.devtools import Inspector
 
+threads = torch.get_num_threads()
 run_runner(int8_pte, "--iterations", 4, "--threads", threads, "--etdump", "mobilenet_v2_cpp_int8.etdp")
 events = Inspector(etdump_path="mobilenet_v2_cpp_int8.etdp").to_dataframe()
 events = events[events["event_block_name"] == "Execute"]
