@@ -9,7 +9,7 @@ ships, with CMake and Ninja from PyPI and the system's C++ compiler. It runs
 the MobileNet V2 programs, fp32 and int8, that
 :doc:`/gallery/quantization/quantize_mobilenet_v2_int8_static` writes, reads
 the values the runner prints and compares them with eager PyTorch and with
-the Python runtime. Then it profiles a run with ETDump, and reproduces the failure of a
+the Python runtime. Then it reproduces the failure of a
 program built without the XNNPACK backend. The how-to page
 :doc:`/guides/run_pte_from_cpp` walks through the C++ side.
 """
@@ -236,136 +236,6 @@ missing = subprocess.run([str(runner), "no_such_model.pte"], capture_output=True
 assert missing.returncode != 0 and missing.stdout == "" and len(missing.stderr.splitlines()) == 1, missing
 facts.record("missing_file_error", missing.stderr.strip())
 facts.record("missing_file_status", missing.returncode)
-# sphinx_gallery_end_ignore
-
-# %%
-# Profile a run with ETDump
-# -------------------------
-# With ``--etdump FILE.etdp`` the runner gives its ``Module`` an
-# ``ETDumpGen`` event tracer and writes what it recorded after the runs.
-# ``executorch.devtools.Inspector`` reads that file in Python. Its events are
-# the delegate calls (``DELEGATE_CALL``), the operators XNNPACK ran inside
-# them (recorded by the XNNPACK backend itself) and the operators the
-# runtime ran outside XNNPACK (``native_call_...``). The int8 program is
-# profiled over five runs; the table sums the median time of each kind of
-# event.
-
-# [start cpp_etdump]
-from executorch.devtools import Inspector
-
-threads = torch.get_num_threads()
-run_runner(int8_pte, "--iterations", 4, "--threads", threads, "--etdump", "mobilenet_v2_cpp_int8.etdp")
-events = Inspector(etdump_path="mobilenet_v2_cpp_int8.etdp").to_dataframe()
-events = events[events["event_block_name"] == "Execute"]
-events = events.assign(kind=events["event_name"].str.replace(r" #\d+$", "", regex=True))
-profile = (events.groupby(["kind", "is_delegated_op"])["p50 (ms)"].agg(["count", "sum"])
-           .sort_values("sum", ascending=False).reset_index())
-print(profile.to_string(index=False))
-# [end cpp_etdump]
-
-# sphinx_gallery_start_ignore
-assert (profile["kind"] == "DELEGATE_CALL").any() and profile["is_delegated_op"].any(), profile
-runs_recorded = {len(raw) for raw in events["raw"]}
-assert runs_recorded == {5}, runs_recorded  # the printed run and the four timed ones
-mobilenet_outside = sorted(kind.removeprefix("native_call_") for kind in profile["kind"]
-                           if kind.startswith("native_call_"))
-facts.record("etdump_runs", 5)
-facts.record("etdump_delegate_calls", int(profile.loc[profile["kind"] == "DELEGATE_CALL", "count"].sum()))
-facts.record("etdump_xnnpack_kinds", int(profile["is_delegated_op"].sum()))
-facts.record("etdump_outside_ops", ", ".join(mobilenet_outside) or "none")
-facts.record_table(
-    "etdump_profile",
-    ["Event", "Inside XNNPACK", "Events", "Sum of medians"],
-    [[row.kind, "yes" if row.is_delegated_op else "no", int(row.count), f"{row.sum:.3f} ms"]
-     for row in profile.itertuples()],
-)
-# sphinx_gallery_end_ignore
-
-# %%
-# Which kernels run outside XNNPACK
-# ---------------------------------
-# MobileNet V2 leaves nothing outside XNNPACK. A small head that does (a
-# comparison, a ``where`` and a cumulative sum, none of which XNNPACK takes,
-# after a linear layer it does take) shows the ``native_call_...`` events of
-# the operators the runtime ran itself, on a kernel library it links. The
-# wheel has one CPU kernel library, ``libexecutorch_kernels_optimized.so``,
-# which the Python runtime links too. It holds ExecuTorch's optimized
-# kernels, whose functions are named ``opt_...``, and ExecuTorch's portable
-# kernels for every other operator. ``nm`` (from binutils, installed with the
-# compiler) lists what the library defines; ``ldd`` what the Python
-# runtime's extension links.
-
-# [start cpp_kernels]
-import re
-
-import executorch.extension.pybindings._C as pybindings
-from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-from executorch.backends.xnnpack.utils.configs import get_transform_passes
-from executorch.exir import to_edge_transform_and_lower
-
-
-class ClippedCumulativeHead(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.linear = torch.nn.Linear(16, 8)
-
-    def forward(self, x):
-        y = self.linear(x)
-        return torch.where(y <= 0, torch.zeros_like(y), y).cumsum(dim=1)
-
-
-head, head_input = ClippedCumulativeHead().eval(), torch.randn(4, 16)
-lowered = to_edge_transform_and_lower(torch.export.export(head, (head_input,)),
-                                      transform_passes=get_transform_passes(), partitioner=[XnnpackPartitioner()])
-with open("clipped_cumulative_head.pte", "wb") as file:
-    file.write(lowered.to_executorch().buffer)
-head_input.numpy().tofile("clipped_cumulative_head_input.bin")
-head_outputs, _ = run_runner("clipped_cumulative_head.pte", "--input", "clipped_cumulative_head_input.bin",
-                             "--etdump", "clipped_cumulative_head.etdp")
-with torch.no_grad():
-    torch.testing.assert_close(head_outputs[0], head(head_input), atol=1e-5, rtol=1e-5)
-head_events = Inspector(etdump_path="clipped_cumulative_head.etdp").to_dataframe()
-outside = sorted({name.removeprefix("native_call_") for name in head_events["event_name"]
-                  if name.startswith("native_call_")})
-
-kernels_library = executorch_dir / "lib" / "libexecutorch_kernels_optimized.so"
-symbols = subprocess.run(["nm", "-DC", "--defined-only", str(kernels_library)], check=True,
-                         capture_output=True, text=True).stdout
-optimized = sorted(set(re.findall(r"native::opt_(\w+?)_out\b", symbols)))
-portable = sorted(set(re.findall(r"native::(?!opt_)(\w+?)_out\(", symbols)) - set(optimized))
-linked = [line.split()[0] for line in subprocess.run(["ldd", pybindings.__file__], check=True, capture_output=True,
-                                                       text=True).stdout.splitlines() if "libexecutorch" in line]
-print(f"{len(optimized)} optimized kernels: {', '.join(optimized)}")
-print(f"{len(portable)} other operators, portable kernels: {', '.join(portable[:8])}, ...")
-print(f"the Python runtime links: {', '.join(linked)}")
-
-
-def kernel_of(operator):
-    """The library function of an operator such as le.Scalar_out: opt_le_scalar_out or a portable one."""
-    name, overload = operator.split(".")
-    names = [f"{name}_{overload.removesuffix('out').rstrip('_')}".lower().rstrip("_"), name]
-    for candidate in names:
-        if candidate in optimized:
-            return f"opt_{candidate}_out (optimized)"
-    return f"{next(c for c in names if c in portable)}_out (portable)"
-
-
-for operator in outside:
-    print(f"ran outside XNNPACK: {operator} -> {kernel_of(operator)}")
-# [end cpp_kernels]
-
-# sphinx_gallery_start_ignore
-assert "libexecutorch_kernels_optimized.so" in linked and not any("portable" in name for name in linked), linked
-assert len(optimized) > 10 and len(portable) > 100 and "linear" in optimized and "cumsum" in portable
-facts.record("optimized_kernel_count", len(optimized))
-facts.record("optimized_kernels", ", ".join(optimized))
-facts.record("portable_kernel_count", len(portable))
-facts.record("python_runtime_libraries", ", ".join(linked))
-kinds = {kernel_of(op).endswith("(optimized)") for op in outside}
-assert kinds == {True, False}, outside  # at least one optimized and one portable kernel ran
-facts.record("head_outside_ops", ", ".join(outside))
-facts.record_table("outside_kernels", ["Operator that ran outside XNNPACK", "Kernel in libexecutorch_kernels_optimized.so"],
-                   [[op, kernel_of(op)] for op in outside])
 # sphinx_gallery_end_ignore
 
 # %%
