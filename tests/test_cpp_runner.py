@@ -1,9 +1,12 @@
 """The C++ runner: its page shows this build's run, and it builds and runs outside the repository.
 
 ``snippets/performance/cpp_runner/`` holds the runner's ``CMakeLists.txt`` and
-``main.cpp``; ``snippets/performance/run_pte_from_cpp.py`` builds and runs it
-at site build time and records what it printed. The first tests read that
-record and the built page. The others copy the two files the page offers
+``main.cpp``; four recipes of ``snippets/performance/`` build it at site build
+time, each in a folder of its own, and record what it printed:
+``build_and_run_pte_from_cpp.py`` (the build, the runs, the missing backend),
+``time_pte_from_cpp.py``, ``set_xnnpack_backend_options_from_cpp.py`` and
+``profile_pte_from_cpp_with_etdump.py``. The first tests read those records
+and the built page. The others copy the two files the page offers
 for download into an empty folder, build them there against the installed
 wheel, and run the program on a model no recipe lowers, and on a path that
 does not exist.
@@ -24,12 +27,14 @@ from xnnguide.core import facts
 from xnnguide.core.records import records_dir
 
 RUNNER_SOURCES = SNIPPETS / "performance" / "cpp_runner"
-RECIPE = "run_pte_from_cpp"
+RECIPE = "build_and_run_pte_from_cpp"  # builds the runner from an empty folder; records the sources' digests
+RUNNER_RECIPES = (RECIPE, "time_pte_from_cpp", "set_xnnpack_backend_options_from_cpp",
+                  "profile_pte_from_cpp_with_etdump")
 
 
-def recorded() -> dict:
-    found = facts.load(records_dir(GALLERY) / "facts" / f"{RECIPE}.json")
-    assert found, f"{RECIPE} recorded no facts: run `make html` first"
+def recorded(recipe: str = RECIPE) -> dict:
+    found = facts.load(records_dir(GALLERY) / "facts" / f"{recipe}.json")
+    assert found, f"{recipe} recorded no facts: run `make html` first"
     return found
 
 
@@ -44,15 +49,25 @@ def test_the_page_shows_this_builds_runner_output(built_site):
     for line in transcript["rows"]:
         assert line in rows, f"the page lacks the runner's line {line!r}"
     assert [record["fp32_header"]["display"]] in transcript["rows"]
-    # The comparisons, the latencies, the backend options, the profile and the kernels, row for row.
-    for key in ("runs", "latency", "backend_options", "etdump_profile", "outside_kernels", "build_log"):
-        for row in record[key]["rows"]:
-            assert row in rows, f"the page lacks the {key} row {row}"
+    # The comparisons, the latencies, the backend options, the profile and the kernels, row for row,
+    # each from the recipe that measured it.
+    tables = {RECIPE: ("runs", "build_log"), "time_pte_from_cpp": ("latency",),
+              "set_xnnpack_backend_options_from_cpp": ("backend_options",),
+              "profile_pte_from_cpp_with_etdump": ("etdump_profile", "outside_kernels")}
+    for recipe, keys in tables.items():
+        for key in keys:
+            for row in recorded(recipe)[key]["rows"]:
+                assert row in rows, f"the page lacks the {recipe} {key} row {row}"
     shown = shown_facts(page)
-    for key in ("fp32_command", "int8_command", "fp32_first_value", "fp32_eager_first_value", "configure_command", "build_command",
-                "cold_build_seconds", "missing_file_error", "cpp_ms", "python_ms", "eager_ms", "default_options",
-                "weights_saved_mib", "workspace_saved_mib", "missing_backend_message", "optimized_kernels"):
-        assert record[key]["display"] in shown, f"the page does not show {key}"
+    quoted = {RECIPE: ("fp32_command", "int8_command", "fp32_first_value", "fp32_eager_first_value",
+                       "configure_command", "build_command", "cold_build_seconds", "missing_file_error",
+                       "missing_backend_message", "int8_sqnr"),
+              "time_pte_from_cpp": ("cpp_ms", "python_ms", "eager_ms"),
+              "set_xnnpack_backend_options_from_cpp": ("default_options", "weights_saved_mib", "workspace_saved_mib"),
+              "profile_pte_from_cpp_with_etdump": ("optimized_kernels",)}
+    for recipe, keys in quoted.items():
+        for key in keys:
+            assert recorded(recipe)[key]["display"] in shown, f"the page does not show {recipe}/{key}"
 
 
 @pytest.mark.build
@@ -152,18 +167,23 @@ def test_without_the_backend_the_runtime_names_it(fresh_runner, mlp_pte):
         assert quoted["value"] in result.stderr
 
 
-def test_editing_the_runner_reruns_its_recipe_and_no_other(tmp_path):
+def test_editing_the_runner_reruns_the_recipes_that_build_it_and_no_other(tmp_path):
     # The build reruns a recipe whose dependency key changed; the runner's
-    # sources are part of this recipe's key, and of no other recipe's.
-    from xnnguide.core.records import dependency_key, recipe_files
+    # sources are part of the keys of the four recipes that build it, and of no other recipe's.
+    from xnnguide.core.records import declared_files, dependency_key, recipe_files
 
-    recipe = SNIPPETS / "performance" / f"{RECIPE}.py"
+    main_cpp = (RUNNER_SOURCES / "main.cpp").resolve()
+    declaring = sorted(source.stem for source in recipe_files(SNIPPETS)
+                       if main_cpp in {path.resolve() for path in declared_files(source)})
+    assert declaring == sorted(RUNNER_RECIPES), declaring
     copy = tmp_path / "performance"
-    shutil.copytree(RUNNER_SOURCES, copy / "cpp_runner", ignore=shutil.ignore_patterns("build"))
-    shutil.copy(recipe, copy / recipe.name)
-    others = {source: dependency_key(source) for source in recipe_files(SNIPPETS) if source.stem != RECIPE}
-    before = dependency_key(copy / recipe.name)
+    shutil.copytree(RUNNER_SOURCES, copy / "cpp_runner", ignore=shutil.ignore_patterns("build", "build-*"))
+    for name in RUNNER_RECIPES:
+        shutil.copy(SNIPPETS / "performance" / f"{name}.py", copy / f"{name}.py")
+    others = {source: dependency_key(source) for source in recipe_files(SNIPPETS) if source.stem not in RUNNER_RECIPES}
+    before = {name: dependency_key(copy / f"{name}.py") for name in RUNNER_RECIPES}
     with open(copy / "cpp_runner" / "main.cpp", "a", encoding="utf-8") as main:
         main.write("// edited\n")
-    assert dependency_key(copy / recipe.name) != before
+    for name in RUNNER_RECIPES:
+        assert dependency_key(copy / f"{name}.py") != before[name], f"{name} would not run again"
     assert {source: dependency_key(source) for source in others} == others

@@ -177,8 +177,8 @@ def test_a_shard_outside_1_to_n_is_a_one_line_error(bad):
 
 
 def test_a_recipe_that_reads_another_recipes_files_goes_to_that_recipes_shard(tmp_path):
-    # run_pte_from_cpp.py runs the .pte files quantize_mobilenet_v2_int8_static.py writes: a shard
-    # holding one without the other would fail on a fresh CI machine.
+    # A recipe that runs the .pte files another recipe writes would fail on a fresh CI machine in a shard
+    # without that recipe.
     gallery, snippets = tmp_path / "gallery", tmp_path / "snippets"
     (snippets / "performance").mkdir(parents=True)
     (snippets / "quantization").mkdir()

@@ -1,0 +1,161 @@
+"""
+Time a .pte from C++, from Python and in eager PyTorch
+======================================================
+
+How long does one MobileNet V2 image take when a C++ program runs the
+``.pte``? This recipe lowers the model to XNNPACK in fp32, builds the runner
+of :doc:`build_and_run_pte_from_cpp` and times the program with it, then
+times the same ``.pte`` on the Python runtime and the model in eager
+PyTorch, with the same number of threads and of timed calls.
+"""
+
+# %%
+# The program
+# -----------
+# MobileNet V2 with random weights; its batch-norm layers measure their
+# statistics on a few random images first, so that the network computes
+# outputs of a realistic size. One fp32 ``.pte``, lowered to XNNPACK.
+
+import torch
+import torchvision
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+from executorch.backends.xnnpack.utils.configs import get_transform_passes
+from executorch.exir import to_edge_transform_and_lower
+
+
+def calibrate_batchnorm(model, batches=4, batch_size=8):
+    norms = [module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)]
+    momenta = [norm.momentum for norm in norms]
+    for norm in norms:
+        norm.reset_running_stats()
+        norm.momentum = None  # a cumulative average over the batches below
+    generator = torch.Generator().manual_seed(0)
+    model.train()
+    with torch.no_grad():
+        for _ in range(batches):
+            model(torch.randn(batch_size, 3, 224, 224, generator=generator))
+    for norm, momentum in zip(norms, momenta):
+        norm.momentum = momentum
+    return model.eval()  # export needs batch norm and dropout in inference mode
+
+
+torch.manual_seed(0)
+model = calibrate_batchnorm(torchvision.models.mobilenet_v2(weights=None))
+
+ones = torch.ones(1, 3, 224, 224)  # the runner's input when it is given no input file
+lowered = to_edge_transform_and_lower(torch.export.export(model, (ones,)),
+                                      transform_passes=get_transform_passes(), partitioner=[XnnpackPartitioner()])
+fp32_pte = "mobilenet_v2_cpp_latency.pte"
+with open(fp32_pte, "wb") as file:
+    file.write(lowered.to_executorch().buffer)
+
+# %%
+# The runner
+# ----------
+# Configured and built with CMake and Ninja from PyPI against the installed
+# ``executorch`` package, in a build folder of this recipe's own.
+
+import importlib.util
+import subprocess
+from pathlib import Path
+
+import cmake
+import ninja
+
+executorch_dir = Path(importlib.util.find_spec("executorch").submodule_search_locations[0])
+cmake_exe = str(Path(cmake.CMAKE_BIN_DIR) / "cmake")
+build_dir = Path("cpp_runner") / "build-latency"
+subprocess.run([cmake_exe, "-S", "cpp_runner", "-B", str(build_dir), "-G", "Ninja",
+                f"-DCMAKE_MAKE_PROGRAM={Path(ninja.BIN_DIR) / 'ninja'}",
+                f"-DCMAKE_PREFIX_PATH={executorch_dir}", "-DCMAKE_BUILD_TYPE=Release"], check=True, capture_output=True)
+subprocess.run([cmake_exe, "--build", str(build_dir), "--target", "runner"], check=True, capture_output=True)
+runner = build_dir / "runner"
+
+# sphinx_gallery_start_ignore
+# A change to the runner's sources runs this recipe again:
+# xnnguide_depends_on = cpp_runner/main.cpp cpp_runner/CMakeLists.txt
+# sphinx_gallery_end_ignore
+
+# %%
+# Does the C++ runner compute the model?
+# --------------------------------------
+# Before timing it: the runner prints each output as a line ``output I:
+# DTYPE [SHAPE]`` and one value per line, which is read back and compared
+# with eager PyTorch on the same input, a tensor of ones.
+
+printed = subprocess.run([str(runner), fp32_pte], check=True, capture_output=True, text=True).stdout.splitlines()
+start = printed.index("output 0: Float [1, 1000]") + 1
+cpp_output = torch.tensor([float(value) for value in printed[start:start + 1000]]).reshape(1, 1000)
+with torch.no_grad():
+    torch.testing.assert_close(cpp_output, model(ones), atol=1e-4, rtol=1e-4)
+
+# %%
+# Time it three ways
+# ------------------
+# ``--iterations N`` runs the method N more times after the printed run and
+# prints the median latency; ``--threads T`` sizes ExecuTorch's thread pool,
+# which XNNPACK runs on. The same fp32 program is timed from Python on the
+# ExecuTorch runtime, and the model in eager PyTorch, each with as many
+# threads as PyTorch uses here and the same number of timed calls, one
+# image per call.
+
+# sphinx_gallery_start_ignore
+from xnnguide.core import facts, quiet
+
+held = quiet.hold()  # the other recipes of the build stop while this one times
+# sphinx_gallery_end_ignore
+
+# [start cpp_latency]
+import statistics
+import time
+
+from executorch.runtime import Runtime
+
+threads = torch.get_num_threads()
+runs = 20
+timed = subprocess.run([str(runner), fp32_pte, "--iterations", str(runs), "--threads", str(threads)],
+                       check=True, capture_output=True, text=True).stdout
+latency_line = next(line for line in timed.splitlines() if line.startswith("median latency: "))
+cpp_ms = float(latency_line.split()[2])
+
+
+def median_ms(call):
+    call()  # warm-up
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
+method = Runtime.get().load_program(fp32_pte).load_method("forward")
+python_ms = median_ms(lambda: method.execute([ones]))
+with torch.no_grad():
+    eager_ms = median_ms(lambda: model(ones))
+print(latency_line)
+print(f"C++ runner {cpp_ms:.2f} ms, Python runtime {python_ms:.2f} ms, eager PyTorch {eager_ms:.2f} ms "
+      f"({threads} threads, batch 1, median of {runs})")
+# [end cpp_latency]
+
+# sphinx_gallery_start_ignore
+held.release()
+facts.record("timing_hold", held.record())
+assert latency_line.startswith("median latency: ") and f"over {runs} runs, {threads} threads" in latency_line
+assert cpp_ms > 0 and python_ms > 0 and eager_ms > 0
+facts.record("latency_line", latency_line)
+facts.record("threads", threads)
+facts.record("runs", runs)
+facts.record("cpp_ms", cpp_ms, f"{cpp_ms:.2f} ms")
+facts.record("python_ms", python_ms, f"{python_ms:.2f} ms")
+facts.record("eager_ms", eager_ms, f"{eager_ms:.2f} ms")
+facts.record_table(
+    "latency",
+    ["MobileNet V2 fp32, one image", "Median latency", "Against the C++ runner"],
+    [
+        ["C++ runner (XNNPACK .pte)", f"{cpp_ms:.2f} ms", "1.00×"],
+        ["Python runtime (same .pte)", f"{python_ms:.2f} ms", f"{python_ms / cpp_ms:.2f}×"],
+        ["eager PyTorch", f"{eager_ms:.2f} ms", f"{eager_ms / cpp_ms:.2f}×"],
+    ],
+)
+# sphinx_gallery_end_ignore
