@@ -63,9 +63,10 @@ merge-shards: venv ## combine shard folders into docs/gallery, then `make html` 
 	$(BIN)/python -m xnnguide.core.shards $(SHARDS)
 
 # The browser tests drive Debian's Chromium; install it (as root, with apt)
-# when it is missing. This is the one step that uses the network, and it
-# runs before the offline build.
-browser: ## install Chromium for the browser tests when it is missing
+# when it is missing. It is a set-up step of `make test`, a prerequisite like
+# venv, so that it runs before the offline build (it needs the network) and
+# `make test` on a fresh machine still needs no other command.
+browser: ## install Chromium for the browser tests when it is missing (apt-get; needs root)
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo ">> installing Chromium for the browser tests"; \
 	  if [ "$$(id -u)" != 0 ]; then echo "error: Chromium is missing; run as root or: sudo apt-get install -y chromium" >&2; exit 2; fi; \
@@ -82,12 +83,14 @@ linkcheck: venv ## check links between pages offline; external URLs are listed, 
 # pytest's --durations.
 CI_TIMES  := $(BUILDDIR)/ci-times.tsv
 DURATIONS ?= 15
-test: ## everything CI checks: offline strict build, the test suite, link check; then where the time went
-	@mkdir -p $(BUILDDIR); : > $(CI_TIMES); status=0; started=$$(date +%s%N); \
+# When make read this Makefile, before any prerequisite ran: make test's first phase, set-up,
+# is the time from here to its recipe, which is what its prerequisites (venv, browser) took.
+MAKE_STARTED := $(shell date +%s%N)
+test: venv browser ## everything CI checks: set-up (venv, browser), offline strict build, the test suite, link check; then where the time went
+	@mkdir -p $(BUILDDIR); : > $(CI_TIMES); status=0; started=$(MAKE_STARTED); \
 	lap() { now=$$(date +%s%N); ms=$$(( (now - started) / 1000000 )); started=$$now; \
 	  [ "$$2" = 0 ] || status=1; printf '%s\t%d.%03d\t%s\n' "$$1" $$((ms / 1000)) $$((ms % 1000)) "$$2" >> $(CI_TIMES); }; \
-	$(MAKE) --no-print-directory venv; rc=$$?; lap environment $$rc; [ $$rc = 0 ] || exit $$rc; \
-	$(MAKE) --no-print-directory browser; rc=$$?; lap browser $$rc; [ $$rc = 0 ] || exit $$rc; \
+	lap setup 0; \
 	echo ">> offline, strict build (-W -n, network disabled by '$(OFFLINE)')"; \
 	rc=0; $(OFFLINE) $(SPHINX) -E -n -W --keep-going || rc=$$?; lap build $$rc; \
 	echo ">> drift checks against this build"; \
@@ -101,21 +104,16 @@ test: ## everything CI checks: offline strict build, the test suite, link check;
 	$(BIN)/python -m xnnguide.tools.ci_times $(CI_TIMES) || status=1; \
 	exit $$status
 
-# The static tests: no model is exported or lowered, no recipe runs. The
-# tests that lower models (AOT compiler, quantization, probes, build cache)
-# run in `make test`.
-CHECK_TESTS := tests/test_gallery_order.py tests/test_reader_code.py tests/test_regions.py tests/test_facts.py tests/test_readme.py \
-  tests/test_environment.py tests/test_doccheck.py tests/test_site.py tests/test_parallel_safety.py \
-  tests/test_shards.py tests/test_workflow.py tests/test_makefile.py tests/test_layers.py tests/test_records.py \
-  tests/test_shared_recipe_code.py tests/test_site_modules.py
-
+# The static tests are the files that declare `pytestmark = pytest.mark.static` (no model is exported
+# or lowered, no recipe runs, torch is not imported; tests/test_static_marker.py keeps that true). The
+# tests that lower models (AOT compiler, quantization, probes, build cache) run in `make test`.
 # pytest loads no plugin it finds installed (the browser and xdist plugins
 # take seconds to import and these tests use neither), and keeps no cache.
 check: venv ## fast static checks (drift rules, reader code, README copies, pins, CI workflows); runs no recipe, lowers no model
 	$(BIN)/actionlint $(wildcard .github/workflows/*.yml)
 	$(BIN)/python -m xnnguide.doccheck $(DOCCHECK_PATHS)
 	$(BIN)/python -m xnnguide.core.reader_code $(DOCCHECK_PATHS)
-	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not build" $(PYTEST_ARGS) $(CHECK_TESTS)
+	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "static and not build" $(PYTEST_ARGS) tests
 
 check-build: venv ## the drift checks against the last `make html`: failed recipes, blocks without a fate
 	$(BIN)/python -m xnnguide.doccheck --build $(DOCCHECK_PATHS)

@@ -1,4 +1,4 @@
-"""Paths shared by the tests, and the marker for tests that need a build."""
+"""Paths shared by the tests, the marker for tests that need a build, and how ``make check`` finds the static tests."""
 
 from __future__ import annotations
 
@@ -12,6 +12,24 @@ SNIPPETS = ROOT / "snippets"
 GALLERY = DOCS / "gallery"
 BUILD = ROOT / "_build"
 HTML = BUILD / "html"
+
+
+STATIC_MARK = "pytestmark = pytest.mark.static"
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """With ``-m static`` (``make check``), leave unread the test files that do not declare the marker.
+
+    Collecting them would import torch and ExecuTorch, seconds that the static tests never need; the marker
+    is set per file, so a file without its line holds no static test. ``tests/test_static_marker.py`` keeps
+    the files that declare it free of those imports.
+    """
+    selected = config.getoption("markexpr", "") or ""
+    if "static" not in selected or "not static" in selected:
+        return None
+    if collection_path.suffix == ".py" and collection_path.name.startswith("test_"):
+        return STATIC_MARK not in collection_path.read_text(encoding="utf-8")
+    return None
 
 
 def recipe(stem: str) -> Path:

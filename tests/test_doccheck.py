@@ -26,6 +26,8 @@ from conftest import GALLERY, ROOT
 from xnnguide.doccheck import Options, check, rules
 from xnnguide.doccheck.__main__ import write_ledger
 
+pytestmark = pytest.mark.static
+
 FIXTURES = ROOT / "tests" / "fixtures" / "doccheck"
 CASES = sorted(p.name for p in FIXTURES.iterdir() if (p / "EXPECTED").is_file())
 FINDING = re.compile(r"^(?P<path>[^:\s]+):(?P<line>\d+): (?P<rule>[a-z-]+): .+ — .+$")

@@ -7,9 +7,12 @@ import re
 from importlib import metadata
 from pathlib import Path
 
+import pytest
 from conftest import ROOT
 
 from xnnguide.core.environment import PACKAGES
+
+pytestmark = pytest.mark.static
 
 PIN = re.compile(r"^([A-Za-z0-9_.-]+)==([^\s;#]+)")
 

@@ -6,6 +6,8 @@ import pytest
 
 from xnnguide.core import facts
 
+pytestmark = pytest.mark.static
+
 
 def test_recorded_facts_reach_the_file_and_stale_ones_do_not(tmp_path):
     facts.begin_recipe("demo", tmp_path)

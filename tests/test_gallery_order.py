@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import SNIPPETS
 
 from xnnguide.core.records import listed_order, recipe_files
 from xnnguide.site.scheduling import RecipeOrder
+
+pytestmark = pytest.mark.static
 
 SUBSECTIONS = ["lowering", "quantization", "llm", "performance", "troubleshooting"]
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.static
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "xnnguide"
 BOTTOM = "xnnguide.core"

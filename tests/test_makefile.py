@@ -6,7 +6,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from conftest import ROOT
+
+pytestmark = pytest.mark.static
 
 #: Variables GNU make sets itself.
 MAKE_SETS = frozenset({"MAKE", "CURDIR", "MAKEFLAGS", "MAKECMDGOALS", "SHELL", "MAKEFILE_LIST"})
@@ -35,3 +38,12 @@ def test_an_undeclared_variable_is_reported_with_its_line(tmp_path):
     makefile = tmp_path / "Makefile"
     makefile.write_text("ARGS ?=\nrun:\n\techo $(ARGS) $$(date) $(MAKE)\n\techo ${OTHER}\n")
     assert undeclared(makefile) == ["Makefile:4: $(OTHER) is expanded but never set"]
+
+
+def test_make_test_names_its_set_up_steps_as_prerequisites():
+    """The environment and Chromium are set-up steps `make test` declares, not installs hidden in its recipe."""
+    text = (ROOT / "Makefile").read_text(encoding="utf-8")
+    [rule] = re.findall(r"^test:([^#\n]*)", text, re.MULTILINE)
+    assert rule.split() == ["venv", "browser"], rule
+    recipe = text.split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    assert "$(MAKE) --no-print-directory browser" not in recipe and "apt-get" not in recipe

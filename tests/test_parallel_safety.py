@@ -15,6 +15,8 @@ from xnnguide.core.records import load_run_record, recipe_files, records_dir
 from xnnguide.site import pool
 from xnnguide.site.pool import Job, next_job, starts_early
 
+pytestmark = pytest.mark.static
+
 
 def _times_something(source) -> bool:
     # A recipe measures latency if it uses torch.utils.benchmark or reads time.perf_counter inside a loop, i.e.

@@ -11,6 +11,8 @@ from conftest import ROOT
 
 from xnnguide.core.reader_code import ReaderCodeError, check, reader_lines, reader_source
 
+pytestmark = pytest.mark.static
+
 RECIPE = '''"""
 A recipe
 ========

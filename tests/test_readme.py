@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import ROOT
 from xnnguide.core.regions import check_markdown, copied_blocks
+
+pytestmark = pytest.mark.static
 
 
 def test_readme_has_a_checked_python_example():

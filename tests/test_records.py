@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import ROOT
 
 from xnnguide.core.records import helper_modules
+
+pytestmark = pytest.mark.static
 
 
 def test_the_helper_modules_a_recipe_imports_are_found_wherever_they_live(tmp_path):

@@ -8,6 +8,8 @@ import pytest
 
 from xnnguide.core.regions import RegionError, check_markdown, fix_markdown, main, read_regions
 
+pytestmark = pytest.mark.static
+
 RECIPE = textwrap.dedent(
     """\
     import torch

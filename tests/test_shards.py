@@ -24,6 +24,8 @@ from sitecopy import build, build_summary, executions, make_site, records, touch
 from xnnguide.core import shards
 from xnnguide.core.records import write_run_record
 
+pytestmark = pytest.mark.static
+
 GAMMA = '''"""
 Tiny gamma
 ==========

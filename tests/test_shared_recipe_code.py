@@ -13,6 +13,8 @@ import ast
 import pytest
 from conftest import ROOT
 
+pytestmark = pytest.mark.static
+
 SNIPPETS = ROOT / "snippets"
 SOURCE = ROOT / "xnnguide" / "tools" / "model_zoo.py"
 NAME = "calibrate_batchnorm"

@@ -10,6 +10,8 @@ from conftest import GALLERY, SNIPPETS, page_text, recipe, shown_facts, table_ro
 from xnnguide.core import facts
 from xnnguide.core.records import recipe_files, records_dir
 
+pytestmark = pytest.mark.static
+
 
 
 

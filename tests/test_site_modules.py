@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.static
+
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "xnnguide" / "site"
 CONF = ROOT / "conf.py"

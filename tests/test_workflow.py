@@ -6,7 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import ROOT
+
+pytestmark = pytest.mark.static
 
 WORKFLOW = ROOT / ".github" / "workflows" / "site.yml"
 ACTIONLINT = Path(sys.executable).parent / "actionlint"
@@ -34,8 +37,20 @@ def test_actionlint_fails_a_broken_copy(tmp_path):
 
 def test_the_workflow_runs_the_readme_commands_and_caches_recipe_results():
     text = WORKFLOW.read_text()
-    for command in ("make html SHARD=", "make merge-shards", "run: make html\n", "run: make test\n"):
+    for command in ("make html SHARD=", "make merge-shards", "run: make html\n"):
         assert command in text, command
     key = "hashFiles('requirements.txt', 'conf.py', 'snippets/**', 'xnnguide/**')"
     assert text.count(f"recipes-${{{{ {key} }}}}") == 2, "both cache steps key recipe results by what invalidates them"
     assert "actions/deploy-pages@" in text and "github.ref == 'refs/heads/main'" in text
+
+
+def test_the_workflow_tests_with_what_ci_runs():
+    """The site job runs `.ci/run`, CI's one command, and runs no test command of its own beside it."""
+    import yaml
+
+    runs = [step["run"].strip() for step in yaml.safe_load(WORKFLOW.read_text())["jobs"]["site"]["steps"]
+            if "run" in step]
+    assert "bash .ci/run" in runs, f"the site job's steps run {runs}, not .ci/run"
+    assert not [run for run in runs if "make test" in run or "pytest" in run], runs
+    ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()
+    assert ci[-1] == "exec make test", ".ci/run must end in make test, the README's command"

@@ -26,8 +26,7 @@ REFERENCE = ROOT / ".ci" / "times.tsv"
 GALLERY = ROOT / "docs" / "gallery"
 #: The phases of ``make test``, in order, and how the summary names them.
 PHASES = {
-    "environment": "environment (.venv)",
-    "browser": "browser set-up",
+    "setup": "set-up (make venv, make browser)",
     "build": "strict build",
     "drift": "drift checks",
     "tests": "test suite",
