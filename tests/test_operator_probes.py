@@ -126,7 +126,7 @@ def test_table_shows_the_extra_columns_and_the_probed_conditions():
     claim = Claim(condition.target, "AddConfig", probes.FP32)
     verified = probes.ProbeResult(claim, probes.VERIFIED, "", 0.0, 1e-4)
     refused = probes.ProbeResult(claim, probes.REFUSED, "1 node(s) left outside XNNPACK")
-    extra = {probes.FP16: [verified], probes.DYNAMIC: [refused]}
+    extra = {probes.FP16: [verified], probes.DYNAMIC_SHAPES: [refused]}
     header, rows = probes.table([verified], extra, [probes.ConditionResult(condition, refused, verified)])
     assert header[-3:-1] == list(probes.EXTRA_COLUMNS)
     assert rows[0][-3].startswith("verified") and rows[0][-2].startswith(probes.REFUSED)
@@ -137,12 +137,19 @@ def test_real_condition_probes_are_refused_and_taken(runtime):
     def probe(condition, form, **options):
         runs = probes._lower_and_run({condition.target: getattr(condition, form)}, runtime, **options)
         claim = Claim(condition.target, "", probes.FP32)
-        return probes._judge_runs(claim, runs[condition.target], options.get("dynamic", False))
+        return probes._judge_runs(claim, runs[condition.target], options.get("dynamic_shapes", False))
 
     # pow: the docstring says "powers of two", the code takes only the integer 2.
     pow_condition = next(c for c in probes.CONDITIONS if c.target == "pow.Tensor_Scalar")
     assert probe(pow_condition, "refused", lower_only=True).status == probes.REFUSED
     # max_pool2d: ceil mode is refused only with dynamic shapes.
-    ceil = next(c for c in probes.CONDITIONS if c.target == "max_pool2d.default" and c.dynamic)
+    ceil = next(c for c in probes.CONDITIONS if c.target == "max_pool2d.default" and c.dynamic_shapes)
     assert probe(ceil, "accepted").verified
-    assert probe(ceil, "refused", lower_only=True, dynamic=True).status == probes.REFUSED
+    assert probe(ceil, "refused", lower_only=True, dynamic_shapes=True).status == probes.REFUSED
+
+
+def test_no_two_statuses_differ_by_case_only():
+    # A failed claim and an extra column's finding must read differently on the page, not just in capitals.
+    folded = [status.value.casefold() for status in probes.Status]
+    assert len(set(folded)) == len(folded), sorted(folded)
+    assert probes.REFUSED is probes.Status.REFUSED and f"{probes.NOT_DELEGATED}" == "NOT DELEGATED"

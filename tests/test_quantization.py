@@ -28,7 +28,7 @@ def _tiny():
 
 def test_the_scheme_names_are_the_documented_ones():
     assert list(SCHEMES) == ["int8-static", "int8-static-per-tensor", "int8-dynamic", "8da4w"]
-    assert all(isinstance(text, str) and text for text in SCHEMES.values())
+    assert all(isinstance(scheme.description, str) and scheme.description for scheme in SCHEMES.values())
 
 
 @pytest.mark.parametrize("bad", ["int8", "INT8-STATIC", "", "int4"])

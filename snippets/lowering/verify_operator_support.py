@@ -181,11 +181,11 @@ assert not unconfirmed, unconfirmed
 pow_refused = next(c for c in conditions if c.condition.target == "pow.Tensor_Scalar")
 assert pow_refused.condition.refused_form == "x**4" and pow_refused.confirmed
 # The extra columns: every cell is a measured outcome; anything but "verified"
-# or "not delegated" (a refusal, which the conditions column explains) is a failure.
+# or "refused" (a refusal, which the conditions column explains) is a failure.
 for column, found in extra.items():
     assert {r.status for r in found} <= {operator_probes.VERIFIED, operator_probes.REFUSED}, (column, found)
 fp16_refused = sorted(r.claim.target for r in extra[operator_probes.FP16] if not r.verified)
-dynamic_refused = sorted(r.claim.target for r in extra[operator_probes.DYNAMIC] if not r.verified)
+dynamic_refused = sorted(r.claim.target for r in extra[operator_probes.DYNAMIC_SHAPES] if not r.verified)
 condition_targets = {c.condition.target for c in conditions}
 assert set(fp16_refused + dynamic_refused) <= condition_targets, (fp16_refused, dynamic_refused)
 
@@ -219,7 +219,7 @@ for precision in operator_probes.PRECISIONS:
 facts.record("fp32_atol", operator_probes.FP32_ATOL, f"{operator_probes.FP32_ATOL:g}")
 facts.record("fp32_rtol", operator_probes.FP32_RTOL, f"{operator_probes.FP32_RTOL:g}")
 facts.record("dynamic_relative", operator_probes.DYNAMIC_RELATIVE, f"{operator_probes.DYNAMIC_RELATIVE:.0%}")
-for key, column in (("fp16", operator_probes.FP16), ("dynamic_shapes", operator_probes.DYNAMIC)):
+for key, column in (("fp16", operator_probes.FP16), ("dynamic_shapes", operator_probes.DYNAMIC_SHAPES)):
     facts.record(f"probed_{key}", len(extra[column]))
     facts.record(f"verified_{key}", sum(r.verified for r in extra[column]))
 facts.record("fp16_refused", ", ".join(fp16_refused))

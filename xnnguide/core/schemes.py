@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 import torch
@@ -19,18 +20,76 @@ import torch
 #: :func:`xnnguide.recipe_checks.quantization.record_min_sqnr`, which fails if the two ever differ.
 MIN_SQNR_DB = 10.0
 
-#: Scheme name -> one-line description; the names :func:`quantize` accepts.
-SCHEMES: dict[str, str] = {
-    "int8-static": "PT2E static int8: activations calibrated ahead of time, per-channel int8 weights",
-    "int8-static-per-tensor": (
-        "PT2E static int8: activations calibrated ahead of time, one int8 scale per weight tensor"
-    ),
-    "int8-dynamic": "PT2E dynamic int8: activation scales computed at run time, per-channel int8 weights",
-    "8da4w": (
-        "torchao: int8 dynamic activations with int4 weights in groups of 32 on linear layers, "
-        "int4 weight-only embeddings"
-    ),
-}
+@dataclass(frozen=True)
+class Scheme:
+    """A quantization scheme, and what it means for the flow that applies it and checks its program.
+
+    Tools decide by these fields, never by a scheme's name: a new scheme is one more record.
+    """
+
+    name: str
+    description: str
+    #: Whether the scheme quantizes at all: ``none`` is the fp32 program, checked against fp32 eager PyTorch.
+    quantized: bool = True
+    #: torchao's flow: the eager modules are swapped for quantized ones before export (and export comes after).
+    #: Otherwise PT2E's: the exported graph is annotated, observed and converted.
+    quantizes_eager_modules: bool = False
+    #: PT2E: one int8 scale per output channel of a weight, else one per tensor.
+    per_channel: bool = True
+    #: Activation scales computed at run time, so no calibration data is needed.
+    dynamic_activations: bool = False
+    #: torchao's int4 weights are quantized in groups of this many input features.
+    group_size: int | None = None
+
+    @property
+    def needs_calibration(self) -> bool:
+        """Static PT2E schemes freeze activation ranges measured on calibration inputs."""
+        return self.quantized and not self.quantizes_eager_modules and not self.dynamic_activations
+
+    @property
+    def quantizes_exported_graph(self) -> bool:
+        return self.quantized and not self.quantizes_eager_modules
+
+    @property
+    def fuses_quantized_operators(self) -> bool:
+        """torchao leaves dequantize-then-embedding pairs outside XNNPACK; ExecuTorch's quant fusion rewrites
+        them into its own quantized kernels (``embedding_4bit``), so serialization must run it."""
+        return self.quantizes_eager_modules
+
+    @property
+    def suits_decoders(self) -> bool:
+        """The LLM flow: a decoder with a KV cache is exported as it is, or after torchao's eager swap."""
+        return not self.quantizes_exported_graph
+
+
+#: torchao's group size for 8da4w's int4 weights, the one this site uses.
+GROUP_SIZE_8DA4W = 32
+
+#: The fp32 program: ``--quantize none``.
+NONE = Scheme("none", "no quantization: the fp32 program", quantized=False)
+
+#: Scheme name -> scheme; the names :func:`quantize` accepts.
+SCHEMES: dict[str, Scheme] = {scheme.name: scheme for scheme in (
+    Scheme("int8-static",
+           "PT2E static int8: activations calibrated ahead of time, per-channel int8 weights"),
+    Scheme("int8-static-per-tensor",
+           "PT2E static int8: activations calibrated ahead of time, one int8 scale per weight tensor",
+           per_channel=False),
+    Scheme("int8-dynamic", "PT2E dynamic int8: activation scales computed at run time, per-channel int8 weights",
+           dynamic_activations=True),
+    Scheme("8da4w", f"torchao: int8 dynamic activations with int4 weights in groups of {GROUP_SIZE_8DA4W} on "
+           "linear layers, int4 weight-only embeddings", quantizes_eager_modules=True, dynamic_activations=True,
+           group_size=GROUP_SIZE_8DA4W),
+)}
+
+
+def scheme_named(name: str) -> Scheme:
+    """The scheme called *name*, ``none`` included; :class:`ValueError` naming the valid ones otherwise."""
+    if name == NONE.name:
+        return NONE
+    if name not in SCHEMES:
+        raise ValueError(f"unknown quantization scheme {name!r}; choose one of: {', '.join(SCHEMES)}")
+    return SCHEMES[name]
 
 
 def quantize_pt2e(model: torch.nn.Module, example_inputs: tuple[Any, ...],
@@ -69,7 +128,7 @@ def quantize_pt2e(model: torch.nn.Module, example_inputs: tuple[Any, ...],
     return convert_pt2e(prepared)
 
 
-def quantize_8da4w(model: torch.nn.Module, *, group_size: int = 32, quantize_embeddings: bool = True
+def quantize_8da4w(model: torch.nn.Module, *, group_size: int = GROUP_SIZE_8DA4W, quantize_embeddings: bool = True
                    ) -> torch.nn.Module:
     """Apply torchao's 8da4w scheme to *model* in place and return it.
 
@@ -107,9 +166,10 @@ def quantize(model: torch.nn.Module, example_inputs: tuple[Any, ...], scheme: st
     *scheme* raises :class:`ValueError` naming the valid ones, before the
     model is touched.
     """
-    if scheme not in SCHEMES:
+    chosen = SCHEMES.get(scheme)
+    if chosen is None:  # "none" too: it names the fp32 program, which there is nothing to quantize for
         raise ValueError(f"unknown quantization scheme {scheme!r}; choose one of: {', '.join(SCHEMES)}")
-    if scheme == "8da4w":
-        return quantize_8da4w(model)
+    if chosen.quantizes_eager_modules:
+        return quantize_8da4w(model, group_size=chosen.group_size)
     return quantize_pt2e(model, example_inputs, calibration_inputs,
-                         per_channel=scheme != "int8-static-per-tensor", dynamic=scheme == "int8-dynamic")
+                         per_channel=chosen.per_channel, dynamic=chosen.dynamic_activations)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import traceback
 from dataclasses import dataclass
+from enum import StrEnum
 from functools import partial
 from typing import Callable  # typing.Callable: Sphinx resolves it without an inventory
 
@@ -35,8 +36,28 @@ from xnnguide.core.schemes import quantize_pt2e
 FP32, INT8, DYNAMIC_INT8 = "fp32", "int8 (static)", "int8 (dynamic)"
 PRECISIONS = (FP32, INT8, DYNAMIC_INT8)
 
-#: Statuses a claim can end with. Only ``VERIFIED`` counts as support.
-VERIFIED, NOT_DELEGATED, FAILED, MISMATCH, NO_PROBE = "verified", "NOT DELEGATED", "FAILED", "WRONG OUTPUT", "NO PROBE"
+
+
+class Status(StrEnum):
+    """How a probe ended; the value is what a table cell shows. Only ``VERIFIED`` counts as support.
+
+    No two differ by case only: a failed claim (``NOT_DELEGATED``) and an extra column's finding (``REFUSED``)
+    read differently on the page, not just in capitals.
+    """
+
+    VERIFIED = "verified"
+    #: A claim whose probe XNNPACK did not take: the claim fails.
+    NOT_DELEGATED = "NOT DELEGATED"
+    FAILED = "FAILED"
+    MISMATCH = "WRONG OUTPUT"
+    NO_PROBE = "NO PROBE"
+    #: fp16 or dynamic shapes, which the partitioner declines for this operator: a finding, not a failure.
+    REFUSED = "refused"
+    #: Dynamic shapes that export made static: the column measured nothing dynamic.
+    NOT_DYNAMIC = "NOT DYNAMIC"
+
+
+VERIFIED, NOT_DELEGATED, FAILED, MISMATCH, NO_PROBE, REFUSED, NOT_DYNAMIC = Status
 NOT_CLAIMED = "not claimed"
 
 #: fp32: XNNPACK may round and sum in another order than eager PyTorch, and
@@ -53,15 +74,13 @@ DYNAMIC_RELATIVE = 0.02
 #: probe in half precision (the configs' common dtype check admits float16
 #: wherever it admits float32), and the same probe exported with a dynamic
 #: batch dimension.
-FP16, DYNAMIC = "fp16", "dynamic shapes"
-EXTRA_COLUMNS = (FP16, DYNAMIC)
+FP16, DYNAMIC_SHAPES = "fp16", "dynamic shapes"
+EXTRA_COLUMNS = (FP16, DYNAMIC_SHAPES)
 #: fp16 keeps about three significant digits; the reference is fp32 eager on the fp16-rounded inputs.
 FP16_ATOL = FP16_RTOL = 1e-2
 #: Dynamic probes: dimension 0 of every input is one ``torch.export.Dim`` with
 #: this range, exported at size 2 (inputs of size 1 are doubled) and run at sizes 2 and 3.
 BATCH_MIN, BATCH_MAX = 1, 4
-#: Outcomes of the two extra columns that are findings, not failed claims.
-REFUSED, NOT_DYNAMIC = "not delegated", "NOT DYNAMIC"
 
 Inputs = tuple[torch.Tensor, ...]
 
@@ -80,7 +99,7 @@ class ProbeResult:
     """What happened when a claim was probed."""
 
     claim: Claim
-    status: str
+    status: Status
     detail: str = ""
     max_abs_error: float | None = None
     tolerance: float | None = None
@@ -244,14 +263,14 @@ def _explicit_int8(target: str) -> tuple[torch.nn.Module, Inputs, float]:
     return _Op(lambda *xs: _qdq(on_dequantized(*xs), *out_params)), inputs, out_params[0]
 
 
-def _gemm_int8(target: str, dynamic: bool) -> tuple[torch.nn.Module, Inputs, float | None]:
+def _gemm_int8(target: str, dynamic_quantization: bool) -> tuple[torch.nn.Module, Inputs, float | None]:
     """The fp32 probe of *target* quantized by ``XNNPACKQuantizer``, calibrated on its own input."""
     model, inputs = FP32_PROBES[target]()
-    quantized = quantize_pt2e(model, inputs, [inputs], dynamic=dynamic)
+    quantized = quantize_pt2e(model, inputs, [inputs], dynamic=dynamic_quantization)
     # Static int8: the scale of the last quantize node. Dynamic quantization
     # returns fp32; its tolerance is set relative to the output.
     scales = [node.args[1] for node in quantized.graph.nodes if _calls(node, "quantize_per_tensor.default")]
-    return quantized, inputs, None if dynamic else float(scales[-1])
+    return quantized, inputs, None if dynamic_quantization else float(scales[-1])
 
 
 def _affine_dynamic() -> tuple[torch.nn.Module, Inputs, None]:
@@ -283,11 +302,11 @@ INT8_PROBES: dict[str, Callable[[], tuple[torch.nn.Module, Inputs, float | None]
     # q -> dq alone: the conversions at the edges of every int8 partition.
     "quantize_per_tensor.default": _quantize_dequantize,
     "dequantize_per_tensor.default": _quantize_dequantize,
-    **{target: partial(_gemm_int8, target, dynamic=False) for target in _GEMMS},
+    **{target: partial(_gemm_int8, target, dynamic_quantization=False) for target in _GEMMS},
 }
 
 DYNAMIC_INT8_PROBES: dict[str, Callable[[], tuple[torch.nn.Module, Inputs, float | None]]] = {
-    **{target: partial(_gemm_int8, target, dynamic=True) for target in _GEMMS},
+    **{target: partial(_gemm_int8, target, dynamic_quantization=True) for target in _GEMMS},
     "quantize_affine.default": _affine_dynamic,
     "dequantize_affine.default": _affine_dynamic,
     "choose_qparams_affine.default": _affine_dynamic,
@@ -408,14 +427,15 @@ def _batch(x: torch.Tensor, size: int) -> torch.Tensor:
     return torch.cat([x, x.flip(-1)] * size)[:size]
 
 
-def _lower_and_run(builds: dict[str, Callable[[], tuple]], runtime, half: bool = False, dynamic: bool = False,
+def _lower_and_run(builds: dict[str, Callable[[], tuple]], runtime, half: bool = False,
+                   dynamic_shapes: bool = False,
                    lower_only: bool = False) -> dict[str, list[ProbeRun]]:
     """Lower the probes *builds* (target -> builder) as one program, run it; per target, one run per input size.
 
-    *half*: models and inputs in fp16, against fp32 eager on the same inputs. *dynamic*: dimension 0
+    *half*: models and inputs in fp16, against fp32 eager on the same inputs. *dynamic_shapes*: dimension 0
     of every input is one ``torch.export.Dim``, run at sizes 2 and 3. *lower_only*: lowered, not run.
     """
-    targets, sizes = list(builds), (() if lower_only else (2, 3) if dynamic else (None,))
+    targets, sizes = list(builds), (() if lower_only else (2, 3) if dynamic_shapes else (None,))
     lowering, actual = None, []
     try:
         torch.manual_seed(0)
@@ -428,7 +448,7 @@ def _lower_and_run(builds: dict[str, Callable[[], tuple]], runtime, half: bool =
                 with torch.no_grad():
                     references.append(model(*[x.float() for x in args]))
                 model = model.half()
-            if dynamic:
+            if dynamic_shapes:
                 args = tuple(_batch(x, 2) for x in args)
             models.append(model)
             inputs.extend(args)
@@ -439,7 +459,8 @@ def _lower_and_run(builds: dict[str, Callable[[], tuple]], runtime, half: bool =
             expected = [references or list(side(*args)) for args in runs]
         batch = torch.export.Dim("batch", min=BATCH_MIN, max=BATCH_MAX)
         probe = side if len(models) > 1 else models[0]  # alone, a probe is lowered as itself
-        edge = lower(targets[0], probe, tuple(inputs), (tuple({0: batch} for _ in inputs),) if dynamic else None)
+        shapes = (tuple({0: batch} for _ in inputs),) if dynamic_shapes else None
+        edge = lower(targets[0], probe, tuple(inputs), shapes)
         lowering = Lowering.read(edge.exported_program().graph_module)
         if runs:
             program = runtime.load_program(edge.to_executorch().buffer)  # alive while its method runs
@@ -467,8 +488,8 @@ def judge(claim: Claim, run: ProbeRun) -> ProbeResult:
     if claim.precision != FP32 and run.scale is not None:
         tolerance = INT8_STEPS * run.scale
     else:
-        atol, rtol = {FP32: (FP32_ATOL, FP32_RTOL), DYNAMIC: (FP32_ATOL, FP32_RTOL), FP16: (FP16_ATOL, FP16_RTOL)}.get(
-            claim.precision, (0.0, DYNAMIC_RELATIVE))
+        atol, rtol = {FP32: (FP32_ATOL, FP32_RTOL), DYNAMIC_SHAPES: (FP32_ATOL, FP32_RTOL),
+                      FP16: (FP16_ATOL, FP16_RTOL)}.get(claim.precision, (0.0, DYNAMIC_RELATIVE))
         tolerance = atol + rtol * expected.abs().max().item()
     if actual.shape != expected.shape:
         detail = f"output shape {tuple(actual.shape)}, eager {tuple(expected.shape)}"
@@ -536,25 +557,26 @@ def run_all(runtime) -> list[ProbeResult]:
     return results
 
 
-def _judge_runs(claim: Claim, runs: list[ProbeRun], dynamic: bool = False) -> ProbeResult:
+def _judge_runs(claim: Claim, runs: list[ProbeRun], dynamic_shapes: bool = False) -> ProbeResult:
     """The verdict of an fp16, dynamic-shape or condition probe over its runs; here a refusal is a finding."""
     results = [judge(claim, run) for run in runs]
     if results[0].status == NOT_DELEGATED:
         return ProbeResult(claim, REFUSED, results[0].detail)
     lowering = runs[0].lowering
-    if dynamic and lowering and not any(n.symbolic for n in lowering.inside if n.target == claim.target):
+    if dynamic_shapes and lowering and not any(n.symbolic for n in lowering.inside if n.target == claim.target):
         return ProbeResult(claim, NOT_DYNAMIC, "export made its input sizes static")
     failed = next((result for result in results if not result.verified), None)
     return failed or ProbeResult(claim, VERIFIED, "", max(r.max_abs_error for r in results), results[-1].tolerance)
 
 
 def run_extra(column: str, runtime) -> list[ProbeResult]:
-    """Probe every operator with an fp32 claim in *column* (``FP16`` or ``DYNAMIC``), a few lowerings in all."""
+    """Probe every operator with an fp32 claim in *column* (``FP16`` or ``DYNAMIC_SHAPES``), a few lowerings in all."""
     targets = [c.target for c in claims() if c.precision == FP32]
-    dynamic = column == DYNAMIC
-    builds = {**FP32_PROBES, **DYNAMIC_PROBES} if dynamic else FP32_PROBES
+    dynamic_shapes = column == DYNAMIC_SHAPES
+    builds = {**FP32_PROBES, **DYNAMIC_PROBES} if dynamic_shapes else FP32_PROBES
     found = _side_by_side([Claim(t, "", column) for t in targets if t in builds], builds, runtime,
-                          partial(_judge_runs, dynamic=dynamic), half=column == FP16, dynamic=dynamic)
+                          partial(_judge_runs, dynamic_shapes=dynamic_shapes), half=column == FP16,
+                          dynamic_shapes=dynamic_shapes)
     return [found.get(t) or ProbeResult(Claim(t, "", column), NO_PROBE) for t in targets]
 
 
@@ -571,7 +593,7 @@ class Condition:
     refused: Callable[[], tuple]
     accepted_form: str
     accepted: Callable[[], tuple] | None = None
-    dynamic: bool = False  # the refused probe is exported with a dynamic batch dimension
+    dynamic_shapes: bool = False  # the refused probe is exported with a dynamic batch dimension
 
 
 def _weight_input(fn, *shape):
@@ -594,7 +616,7 @@ CONDITIONS = [
               _fn(lambda x: F.max_pool2d(x, 2, stride=3), _img), "kernel 2, stride 2"),
     Condition("max_pool2d.default", "ceil_mode only with static shapes", "ceil_mode, dynamic batch",
               _fn(lambda x: F.max_pool2d(x, 3, 2, ceil_mode=True), _img), "ceil_mode, static shapes",
-              _fn(lambda x: F.max_pool2d(x, 3, 2, ceil_mode=True), _img), dynamic=True),
+              _fn(lambda x: F.max_pool2d(x, 3, 2, ceil_mode=True), _img), dynamic_shapes=True),
     Condition("avg_pool2d.default", "no ceil_mode", "ceil_mode=True",
               _fn(lambda x: F.avg_pool2d(x, 3, 2, ceil_mode=True), _img), "ceil_mode=False"),
     Condition("avg_pool2d.default", "padding only with count_include_pad=False", "padding 1, count_include_pad=True",
@@ -617,11 +639,11 @@ CONDITIONS = [
               "values only"),
     Condition("slice_copy.Tensor", "step 1 only", "x[:, ::2]", _fn(lambda x: x[:, ::2], _vec), "x[:, 2:10]"),
     Condition("slice_copy.Tensor", "static shapes only", "dynamic batch", _fn(lambda x: x[:, 2:10], _vec),
-              "static shapes", dynamic=True),
+              "static shapes", dynamic_shapes=True),
     Condition("view_copy.default", "static target shape only", "reshape to 2*batch rows",
-              DYNAMIC_PROBES["view_copy.default"], "static shapes", dynamic=True),
+              DYNAMIC_PROBES["view_copy.default"], "static shapes", dynamic_shapes=True),
     Condition("upsample_bilinear2d.vec", "static output size only", "dynamic batch",
-              FP32_PROBES["upsample_bilinear2d.vec"], "static shapes", dynamic=True),
+              FP32_PROBES["upsample_bilinear2d.vec"], "static shapes", dynamic_shapes=True),
     Condition("constant_pad_nd.default", "no negative padding", "padding -1",
               _fn(lambda x: F.pad(x, (-1, -1, -1, -1)), _img), "padding 1"),
     Condition("unsqueeze_copy.default", "on the trailing dimension only", "unsqueeze(0)",
@@ -674,16 +696,16 @@ def _rounds(conditions: list[Condition]) -> list[list[Condition]]:
 def run_conditions(runtime, fp32_results: list[ProbeResult]) -> list[ConditionResult]:
     """Probe every condition of ``CONDITIONS``; accepted forms that are the fp32 probe reuse *fp32_results*."""
 
-    def probe(conditions: list[Condition], form: str, lower_only: bool = False, dynamic: bool = False) -> dict:
+    def probe(conditions: list[Condition], form: str, lower_only: bool = False, dynamic_shapes: bool = False) -> dict:
         found = {}
         for group in _rounds(conditions):
             runs = _lower_and_run({c.target: getattr(c, form) for c in group}, runtime, lower_only=lower_only,
-                                  dynamic=dynamic)
-            found.update({id(c): _judge_runs(Claim(c.target, "", FP32), runs[c.target], dynamic) for c in group})
+                                  dynamic_shapes=dynamic_shapes)
+            found.update({id(c): _judge_runs(Claim(c.target, "", FP32), runs[c.target], dynamic_shapes) for c in group})
         return found
 
-    refused = {**probe([c for c in CONDITIONS if not c.dynamic], "refused", lower_only=True),
-               **probe([c for c in CONDITIONS if c.dynamic], "refused", lower_only=True, dynamic=True)}
+    refused = {**probe([c for c in CONDITIONS if not c.dynamic_shapes], "refused", lower_only=True),
+               **probe([c for c in CONDITIONS if c.dynamic_shapes], "refused", lower_only=True, dynamic_shapes=True)}
     accepted = probe([c for c in CONDITIONS if c.accepted is not None], "accepted")
     fp32 = {r.claim.target: r for r in fp32_results if r.claim.precision == FP32}
     missing = ProbeResult(Claim("", "", FP32), NO_PROBE)

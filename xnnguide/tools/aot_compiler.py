@@ -38,7 +38,7 @@ from xnnguide.core.delegation import delegate_calls, ops_inside_delegates, ops_o
 from xnnguide.tools import model_zoo
 from xnnguide.tools.model_zoo import one_line
 from xnnguide.core.paths import display
-from xnnguide.core.schemes import MIN_SQNR_DB, SCHEMES, quantize
+from xnnguide.core.schemes import MIN_SQNR_DB, NONE, SCHEMES, quantize, scheme_named
 
 # Importing torchao (executorch does) logs a deprecation notice about torch's
 # pytree registry, none of the user's business. The toolchain is imported here,
@@ -54,7 +54,9 @@ PROG = "python -m xnnguide.tools.aot_compiler"
 NAME = "aot_compiler"
 
 # Schemes whose activation ranges are frozen from calibration inputs.
-STATIC_SCHEMES = ("int8-static", "int8-static-per-tensor")
+STATIC_SCHEMES = tuple(name for name, scheme in SCHEMES.items() if scheme.needs_calibration)
+#: The values --quantize takes for a decoder, the LLM flow: "none or 8da4w".
+DECODER_SCHEMES = " or ".join(s.name for s in (NONE, *SCHEMES.values()) if s.suits_decoders)
 DEFAULT_CALIBRATION_SAMPLES = 8
 # --recipe TYPE: the installed executorch's XNNPACK recipe types, by value.
 RECIPES = {recipe_type.value: recipe_type for recipe_type in XNNPackRecipeType}
@@ -93,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Export a PyTorch model, optionally quantize it, lower it to XNNPACK\nand write a .pte file.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=f"models:\n{models}\n\nquantization schemes:\n{listing(SCHEMES)}\n\n"
+        epilog=f"models:\n{models}\n\nquantization schemes:\n{listing({name: s.description for name, s in SCHEMES.items()})}\n\n"
         "recipe types (--recipe; the values of the installed executorch's XNNPackRecipeType):\n"
         + "".join(f"  {value}\n" for value in RECIPES) + "\n"
         "exit status: 0 success, 1 test failed or internal error, 2 bad input",
@@ -104,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
         "a file that sets DECODER_CONTEXT holds decoders, compiled with a KV cache")
     add("-o", "--output-dir", default=Path("."), type=Path, metavar="DIR",
         help="where to write <model>_xnnpack_<scheme>.pte; created if missing (default: the current directory)")
-    add("-q", "--quantize", default="none", choices=["none", *SCHEMES], metavar="SCHEME",
+    add("-q", "--quantize", default=NONE.name, choices=[NONE.name, *SCHEMES], metavar="SCHEME",
         help="none (fp32, the default) or a scheme listed below")
     add("--recipe", choices=RECIPES, metavar="TYPE",
         help="export, quantize and lower with executorch.export and this XNNPACK recipe type (listed below) "
@@ -131,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
 def check_options(args: argparse.Namespace) -> None:
     """Reject option combinations that cannot mean what the user wants, before any work."""
     if args.recipe is not None:
-        if args.quantize != "none":
+        if scheme_named(args.quantize).quantized:
             raise UsageError(f"--recipe {args.recipe} quantizes as its type says; drop --quantize {args.quantize}")
         if args.etrecord is not None:
             raise UsageError("--etrecord is not available with --recipe")
@@ -144,14 +146,14 @@ def check_options(args: argparse.Namespace) -> None:
         if args.calibration_samples is not None and args.calibration_samples < 1:
             raise UsageError(f"--calibration-samples must be at least 1, not {args.calibration_samples}")
     elif args.calibration_samples is not None:
-        if args.quantize not in STATIC_SCHEMES:
+        if not scheme_named(args.quantize).needs_calibration:
             raise UsageError(
                 f"--calibration-samples applies to {' and '.join(STATIC_SCHEMES)}; "
                 f"--quantize {args.quantize} calibrates nothing"
             )
         if args.calibration_samples < 1:
             raise UsageError(f"--calibration-samples must be at least 1, not {args.calibration_samples}")
-    elif args.quantize in STATIC_SCHEMES:
+    elif scheme_named(args.quantize).needs_calibration:
         args.calibration_samples = DEFAULT_CALIBRATION_SAMPLES
     try:
         model_zoo.check(args.model)
@@ -290,7 +292,7 @@ def _export(model: Any, example_inputs: tuple[Any, ...], verbose: bool, context:
 
 def _quantize(args: argparse.Namespace, model: Any, example_inputs: tuple[Any, ...]) -> Any:
     # Without calibration inputs, int8-dynamic observes its weights on the example inputs; 8da4w needs none.
-    static = args.quantize in STATIC_SCHEMES
+    static = scheme_named(args.quantize).needs_calibration
     calibration = model_zoo.calibration_inputs(example_inputs, args.calibration_samples) if static else []
     try:
         # The PT2E schemes export the model first: a failed capture is reported as in _export.
@@ -342,8 +344,8 @@ def _lower_with_recipe(args: argparse.Namespace, model: Any, example_inputs: tup
 def compile_model(args: argparse.Namespace) -> None:
     """Run the whole flow for parsed, checked *args*, printing as it goes."""
     check_outputs(args)
-    scheme = args.quantize
-    label = "fp32" if scheme == "none" else scheme
+    scheme = scheme_named(args.quantize)
+    label = scheme.name if scheme.quantized else "fp32"
     known = model_zoo.MODELS.get(args.model)
     print(f"Compiling {args.model}" + (f": {known[0]}" if known else ""))
     if args.recipe:
@@ -353,7 +355,7 @@ def compile_model(args: argparse.Namespace) -> None:
         print(f"  recipe {args.recipe} (executorch.export), XNNPACK transform passes {passes}")
     else:
         print(f"  quantization {label}, XNNPACK transform passes {'on' if args.transform_passes else 'off'}")
-    progress = Progress((3 if args.recipe else 4 + (scheme == "8da4w")) + args.test_after_export, args.verbose)
+    progress = Progress((3 if args.recipe else 4 + scheme.quantizes_eager_modules) + args.test_after_export, args.verbose)
 
     with progress.step("build the model"):
         try:
@@ -362,39 +364,40 @@ def compile_model(args: argparse.Namespace) -> None:
             raise UsageError(str(error)) from error
     if context:
         if args.recipe:
-            raise UsageError(f"{args.model} is a decoder: --quantize none or 8da4w, the LLM flow, not --recipe")
-        if scheme not in ("none", "8da4w"):
-            raise UsageError(f"{args.model} is a decoder: --quantize none or 8da4w, the LLM flow, not {scheme}")
+            raise UsageError(f"{args.model} is a decoder: --quantize {DECODER_SCHEMES}, the LLM flow, not --recipe")
+        if not scheme.suits_decoders:
+            raise UsageError(f"{args.model} is a decoder: --quantize {DECODER_SCHEMES}, the LLM flow, "
+                             f"not {scheme.name}")
         print(f"  decoder: a KV cache of {context} positions, 1 to {context} tokens a call")
     pte_path = args.output_dir / f"{name}_xnnpack_{label}.pte"
 
     # The eager model the .pte is checked against: the quantized one, if any.
     reference = model
-    if args.test_after_export:  # before 8da4w changes the model in place
+    if args.test_after_export:  # before a torchao scheme (8da4w) changes the model in place
         calls, fp32_outputs = _calls(model, example_inputs, context)
-    backend_config = ExecutorchBackendConfig(do_quant_fusion_and_const_prop=scheme == "8da4w")
+    backend_config = ExecutorchBackendConfig(do_quant_fusion_and_const_prop=scheme.fuses_quantized_operators)
     if args.recipe:
         count = args.calibration_samples
         samples = f" ({count} calibration sample{'' if count == 1 else 's'})" if count else ""
         with progress.step(f"executorch.export{samples}"):
             edge, reference, backend_config = _lower_with_recipe(args, model, example_inputs)
     else:
-        if scheme == "8da4w":  # torchao quantizes the eager modules; export comes after
+        if scheme.quantizes_eager_modules:  # torchao quantizes the eager modules; export comes after
             with progress.step("quantize (torchao)"):
                 reference = _quantize(args, model, example_inputs)
-        if scheme in ("none", "8da4w"):
+        if not scheme.quantizes_exported_graph:
             with progress.step("export (torch.export)"):
                 exported = _export(reference, example_inputs, args.verbose, context)
         else:  # PT2E exports the model, quantizes the graph, and exports the result for lowering
             count = args.calibration_samples
-            samples = f" ({count} calibration sample{'' if count == 1 else 's'})" if scheme in STATIC_SCHEMES else ""
+            samples = f" ({count} calibration sample{'' if count == 1 else 's'})" if scheme.needs_calibration else ""
             with progress.step(f"export and quantize{samples}"):
                 reference = _quantize(args, model, example_inputs)
                 exported = _export(reference, example_inputs, args.verbose, context)
         # Refuse a "quantized" program in which the scheme found nothing to quantize.
         targets = [str(node.target) for node in exported.graph.nodes if node.op == "call_function"]
-        if scheme != "none" and not any("quantize" in target for target in targets):
-            raise UsageError(f"--quantize {scheme} found nothing to quantize in {name}; "
+        if scheme.quantized and not any("quantize" in target for target in targets):
+            raise UsageError(f"--quantize {scheme.name} found nothing to quantize in {name}; "
                              "its layers are not ones this scheme quantizes")
         with progress.step("lower to XNNPACK"):
             edge = _lower(args, exported)
@@ -428,7 +431,7 @@ def compile_model(args: argparse.Namespace) -> None:
             actual = _run_pte(pte_path, calls, args.verbose)
         # fp32: --quantize none, or a recipe type that returned the model unquantized (8da4w quantizes the
         # model in place, so there the reference is the same object, quantized).
-        if (reference is model) if args.recipe else scheme == "none":
+        if (reference is model) if args.recipe else not scheme.quantized:
             _check(args, pte_path, actual, fp32_outputs, None, label)
         else:  # checked against the quantized model; the distance to fp32 is only shown
             with torch.no_grad():
