@@ -12,8 +12,8 @@ import pytest
 from conftest import ROOT
 
 NAME = "scaffold_probe"
-COPIED = [".github", "Makefile", "conf.py", "README.md", "requirements.txt", "pyproject.toml", "docs", "snippets", "tests",
-          "xnnguide"]
+COPIED = [".ci", ".github", "Makefile", "conf.py", "README.md", "requirements.txt", "pyproject.toml", "docs", "snippets",
+          "tests", "xnnguide"]
 VENV = str((ROOT / ".venv").resolve()) if (ROOT / ".venv").exists() else os.path.dirname(os.path.dirname(sys.executable))
 
 
