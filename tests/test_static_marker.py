@@ -51,3 +51,12 @@ def test_make_check_runs_the_static_files():
     assert len(static_files()) >= 10, static_files()
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     assert '-m "static and not build"' in makefile
+
+
+@pytest.mark.parametrize(("expression", "reads_every_file"), [
+    ("static and not build", False), ("static", False), ("static or build", True), ("not static", True),
+    ("build", True), ("static and (", True)])
+def test_only_an_expression_that_needs_static_skips_the_other_files(expression, reads_every_file):
+    from conftest import _selects_without_static
+
+    assert _selects_without_static(expression) is reads_every_file

@@ -36,10 +36,6 @@ _IGNORE = re.compile(r"^\s*#\s*sphinx_gallery_(start|end)_ignore\s*$")
 # Lines that configure the build, not the reader's program: sphinx-gallery's
 # in-file options, this site's declarations, region markers and gallery-only declarations.
 _SETTING = re.compile(r"^\s*#\s*(?:sphinx_gallery|xnnguide)_\w+\s*=.*$")
-
-
-def _is_site_line(line: str) -> bool:
-    return bool(_SETTING.match(line)) or regions.is_marker(line)
 # An import of the package, in a code block or after a doctest prompt.
 _IMPORT = re.compile(rf"^\s*(?:(?:>>>|\.\.\.)\s+)?(?:from|import)\s+{PACKAGE}\b")
 _INCLUDE = re.compile(r"(?:^```+\s*\{literalinclude\}|^\s*\.\.\s+literalinclude::)\s*(\S+)")
@@ -47,6 +43,10 @@ _INCLUDE = re.compile(r"(?:^```+\s*\{literalinclude\}|^\s*\.\.\s+literalinclude:
 #: Folders of pages that are not reader code: the generated gallery, and the
 #: pages for contributors, who work in a checkout and use the package.
 _NOT_FOR_READERS = {"gallery", "contributing"}
+
+
+def _is_site_line(line: str) -> bool:
+    return bool(_SETTING.match(line)) or regions.is_marker(line)
 
 
 class ReaderCodeError(ValueError):
