@@ -7,8 +7,8 @@ a subprocess, so that what a shell sees (exit status, one line on stderr, no
 traceback) is tested too.
 
 The console transcripts of the page ``docs/guides/aot_compiler.md`` are not
-typed: the build runs the commands (the recipe
-``snippets/lowering/compile_with_the_aot_compiler.py``) and the page shows what they
+typed: the build runs the commands (the build step
+``docs/build_steps/aot_compiler_transcripts.py``) and the page shows what they
 printed. The last tests check that the page shows those records.
 """
 
@@ -546,7 +546,7 @@ def torch_equal(a, b) -> bool:
 
 @pytest.mark.parametrize("model", ["mv3", "resnet18"])
 def test_torchvision_models_pass_in_fp32(workdir, model):
-    # MobileNet V2 is the build's: the recipe compile_with_the_aot_compiler compiles the zoo's mv2 (int8,
+    # MobileNet V2 is the build's: the build step aot_compiler_transcripts compiles the zoo's mv2 (int8,
     # below), and lower_mobilenet_v2_fp32 checks its fp32 program against eager PyTorch.
     run = cli("--model", model, "--test-after-export", "-o", "out")
     assert run.status == 0, run.output
@@ -591,11 +591,11 @@ def test_subprocess_compiles_and_tests(tmp_path):
 
 
 # -- the page ---------------------------------------------------------------------------------
-# The page's console transcripts are recorded by the build: the recipe
-# snippets/lowering/compile_with_the_aot_compiler.py runs each command and records its
+# The page's console transcripts are recorded by the build: its build step
+# docs/build_steps/aot_compiler_transcripts.py runs each command and records its
 # output as a fact, which the page shows with the fact-block directive.
 
-TRANSCRIPT = re.compile(r"^```\{fact-block\} compile_with_the_aot_compiler/(console_\w+)$", re.M)
+TRANSCRIPT = re.compile(r"^```\{fact-block\} aot_compiler_transcripts/(console_\w+)$", re.M)
 
 
 def test_the_page_types_no_transcript():
@@ -605,11 +605,11 @@ def test_the_page_types_no_transcript():
 
 
 def recorded_facts() -> dict:
-    """What the build's run of compile_with_the_aot_compiler recorded."""
+    """What the build's run of the build step aot_compiler_transcripts recorded."""
     from conftest import GALLERY
     from xnnguide.core import facts
 
-    return facts.load(GALLERY / "_records" / "facts" / "compile_with_the_aot_compiler.json")
+    return facts.load(GALLERY / "_records" / "facts" / "aot_compiler_transcripts.json")
 
 
 @pytest.mark.build

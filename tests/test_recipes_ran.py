@@ -7,9 +7,9 @@ from collections import Counter
 
 import pytest
 
-from conftest import GALLERY, ROOT, SNIPPETS, runs_alone
-from xnnguide.core.results import check_recipes
-from xnnguide.core.records import declared_files, load_run_record, recipe_files, records_dir
+from conftest import DOCS, GALLERY, ROOT, SNIPPETS, runs_alone
+from xnnguide.core.results import check_build_steps, check_recipes
+from xnnguide.core.records import build_step_files, declared_files, load_run_record, recipe_files, records_dir
 from xnnguide.site.pool import starts_early
 
 pytestmark = pytest.mark.build
@@ -17,6 +17,12 @@ pytestmark = pytest.mark.build
 
 def test_every_recipe_passed_in_its_current_form(built_site):
     problems = check_recipes(SNIPPETS, GALLERY, ROOT)
+    assert not problems, "\n" + "\n".join(map(str, problems))
+
+
+def test_every_build_step_passed_in_its_current_form(built_site):
+    assert build_step_files(DOCS), "no build step found in docs/build_steps"
+    problems = check_build_steps(DOCS, GALLERY, ROOT)
     assert not problems, "\n" + "\n".join(map(str, problems))
 
 
@@ -58,10 +64,11 @@ def test_the_pool_started_the_recipes_in_its_order(built_site):
     # One pool for the gallery (xnnguide.site.pool): the recipes that run alone and wait for nothing first, a
     # recipe after the recipes whose files it reads, the ones declared long before the rest.
     _, summary = _last_build()
+    # The build steps run in the same pool, under the same rules.
     order = summary["execution_order"]
-    recipes = recipe_files(SNIPPETS)
-    assert sorted(order) == sorted(source.stem for source in recipes), order
-    by_name = {source.stem: source for source in recipes}
+    recipes, steps = recipe_files(SNIPPETS), build_step_files(DOCS)
+    assert sorted(order) == sorted(source.stem for source in recipes + steps), order
+    by_name = {source.stem: source for source in recipes + steps}
     recipe_paths = {source.resolve() for source in recipes}  # a recipe may also read helpers and pages' code
     needs = {name: {path.stem for path in declared_files(source) if path.resolve() in recipe_paths}
              for name, source in by_name.items()}

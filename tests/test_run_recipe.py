@@ -41,6 +41,19 @@ def test_a_failing_recipe_reports_fail_with_its_error(tmp_path):
     assert f'File "{recipe}", line 2' in result.stderr
 
 
+def test_a_build_step_runs_in_a_folder_of_its_own_and_fails_as_a_build_step(tmp_path):
+    steps = tmp_path / "docs" / "build_steps"
+    steps.mkdir(parents=True)
+    step = steps / "tiny_step.py"
+    step.write_text('from pathlib import Path\nPath("made.pte").write_bytes(b"x")\nassert False, "stop"\n')
+    result = run(str(step))
+    assert result.returncode == 1, result.stdout + result.stderr
+    last = result.stdout.strip().splitlines()[-1]
+    assert re.search(r"tiny_step\.py:3: build-step: FAIL after [0-9.]+ s: AssertionError: stop$", last), last
+    # Beside it only the facts folder this test asked for: the step's own file went to its temporary folder.
+    assert sorted(path.name for path in steps.iterdir()) == ["facts", "tiny_step.py"], "the step wrote beside itself"
+
+
 def test_a_recipe_over_its_budget_fails(tmp_path):
     recipe = tmp_path / "tiny_slow.py"
     recipe.write_text("import time\ntime.sleep(0.3)\n# xnnguide_budget_seconds = 0.1\n")

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from xnnguide.core import regions
 from xnnguide.core.paths import display
+from xnnguide.core.records import BUILD_STEPS
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "xnnguide"
@@ -40,9 +41,10 @@ _SETTING = re.compile(r"^\s*#\s*(?:sphinx_gallery|xnnguide)_\w+\s*=.*$")
 _IMPORT = re.compile(rf"^\s*(?:(?:>>>|\.\.\.)\s+)?(?:from|import)\s+{PACKAGE}\b")
 _INCLUDE = re.compile(r"(?:^```+\s*\{literalinclude\}|^\s*\.\.\s+literalinclude::)\s*(\S+)")
 
-#: Folders of pages that are not reader code: the generated gallery, and the
-#: pages for contributors, who work in a checkout and use the package.
-_NOT_FOR_READERS = {"gallery", "contributing"}
+#: Folders of pages that are not reader code: the generated gallery, the
+#: pages for contributors, who work in a checkout and use the package, and the
+#: build steps, which produce reference tables and transcripts with it.
+_NOT_FOR_READERS = {"gallery", "contributing", BUILD_STEPS}
 
 
 def _is_site_line(line: str) -> bool:
@@ -134,7 +136,7 @@ def page_problems(path: Path, shown: str) -> list[str]:
 def check(paths: list[Path]) -> list[str]:
     """Problems in every recipe (``.py``) and page (``.md``, ``.rst``) under *paths*.
 
-    Folders whose name starts with ``.`` and the generated gallery are skipped.
+    Folders whose name starts with ``.`` and those in ``_NOT_FOR_READERS`` are skipped.
     """
     problems = []
     for top in paths:

@@ -143,9 +143,10 @@ def budget_gb(source: str | os.PathLike[str], default: float = DEFAULT_BUDGET_GB
 
 
 def shown(source: Path) -> str:
-    """How messages and pages name a recipe: ``snippets/<task>/<name>.py``."""
-    snippets = next(parent for parent in source.parents if parent.name == "snippets")
-    return f"snippets/{source.relative_to(snippets).as_posix()}"
+    """How messages and pages name a recipe, ``snippets/<task>/<name>.py``, or a build step,
+    ``docs/build_steps/<name>.py``: from the checkout's top folder, wherever the checkout is."""
+    top = next((parent for parent in source.parents if parent.name in ("snippets", "docs")), None)
+    return f"{top.name}/{source.relative_to(top).as_posix()}" if top else str(source)
 
 
 def recipe_files(snippets: Path) -> list[Path]:
@@ -153,11 +154,32 @@ def recipe_files(snippets: Path) -> list[Path]:
     return sorted(path for path in snippets.rglob("*.py") if path.name != "__init__.py")
 
 
+#: The folder of the build steps, below the Sphinx source folder (``docs/``): scripts the build runs like
+#: recipes, out of the gallery (:mod:`xnnguide.site.build_steps`).
+BUILD_STEPS = "build_steps"
+
+
+def is_build_step(source: Path) -> bool:
+    """Whether *source* is a build step (in ``docs/build_steps/``), not a recipe."""
+    return source.parent.name == BUILD_STEPS
+
+
+def build_step_files(docs: Path) -> list[Path]:
+    """Every build step below the Sphinx source folder *docs*, by name."""
+    return sorted(path for path in (docs / BUILD_STEPS).glob("*.py") if path.name != "__init__.py")
+
+
 def find_recipe(snippets: Path, name: str) -> Path:
     """The recipe called *name* (a stem or a file name; unique across task folders) wherever it sits,
     else the path it would have at the top of *snippets*."""
     stem = Path(name).stem
     return next((path for path in recipe_files(snippets) if path.stem == stem), snippets / f"{stem}.py")
+
+
+def find_source(snippets: Path, docs: Path, name: str) -> Path:
+    """The build step called *name* if there is one (below *docs*), else the recipe (:func:`find_recipe`)."""
+    step = docs / BUILD_STEPS / f"{Path(name).stem}.py"
+    return step if step.is_file() else find_recipe(snippets, name)
 
 
 #: A subsection's recipe order, in its ``GALLERY_HEADER.rst``: an reST comment, which readers do not see,

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from xnnguide.core.records import load_run_record, recipe_files, stale_reason
+from xnnguide.core.records import build_step_files, load_run_record, recipe_files, stale_reason
 
 TRACEBACK_FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in (\S+))?')
 
@@ -22,9 +22,10 @@ class RecipeProblem:
     path: Path
     line: int
     message: str
+    rule: str = "recipe"  # or "build-step"
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}: recipe: {self.message}"
+        return f"{self.path}:{self.line}: {self.rule}: {self.message}"
 
 
 def failure_line(traceback: str, source: Path, root: Path | None = None) -> tuple[int, str]:
@@ -48,18 +49,29 @@ def failure_line(traceback: str, source: Path, root: Path | None = None) -> tupl
 def check_recipes(snippets: Path, gallery: Path, root: Path) -> list[RecipeProblem]:
     """Every recipe must have passed in a run of its current source (:func:`stale_reason`); a failure is
     located at the recipe's own line (:func:`failure_line`)."""
+    return check_runs(recipe_files(snippets), gallery, root)
+
+
+def check_build_steps(docs: Path, gallery: Path, root: Path) -> list[RecipeProblem]:
+    """:func:`check_recipes` for the build steps below the Sphinx source folder *docs*."""
+    return check_runs(build_step_files(docs), gallery, root, rule="build-step")
+
+
+def check_runs(sources: list[Path], gallery: Path, root: Path, rule: str = "recipe") -> list[RecipeProblem]:
+    """Each of *sources* (recipes or build steps) must have passed in a run of its current source."""
     problems = []
-    for source in recipe_files(snippets):
+    for source in sources:
         reason = stale_reason(gallery, source)
         if reason is None:
             continue
         shown = source.relative_to(root) if source.is_relative_to(root) else source
         record = load_run_record(gallery, source.stem) or {}
         if record.get("status") != "failed":
-            problems.append(RecipeProblem(shown, 1, f"{reason}; run `make html`"))
+            problems.append(RecipeProblem(shown, 1, f"{reason}; run `make html`", rule))
             continue
         error = (record.get("error") or "").strip()
         last = error.splitlines()[-1] if error else "unknown error"
         line, raised = failure_line(error, source, root)
-        problems.append(RecipeProblem(shown, line, f"failed: {last}{raised} — fix the recipe, then `make html`"))
+        what = "the recipe" if rule == "recipe" else "the build step"
+        problems.append(RecipeProblem(shown, line, f"failed: {last}{raised} — fix {what}, then `make html`", rule))
     return problems

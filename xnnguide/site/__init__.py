@@ -8,6 +8,8 @@ Running the recipes:
   core is free;
 * :mod:`.isolation`: each recipe that runs, in a process of its own, stopped at its time or memory budget;
   a crash fails that recipe only;
+* :mod:`.build_steps`: the build's work that is no example (the operator table's probes, the AOT compiler's
+  transcripts), scripts in ``docs/build_steps/`` run in the same pool, recorded like recipes, out of the gallery;
 * :mod:`.runs`: run records, what each recipe leaves behind, written by the hook around its run;
 * :mod:`.build`: the start and the end of a build around the recipe runs: the cache, the executions log,
   the verdicts, shards.

@@ -5,7 +5,8 @@
   deleted (:func:`xnnguide.core.records.stale_reason`), and in a shard's build, only the shard's recipes in
   the gallery (:mod:`xnnguide.core.shards`);
 * at the end (:func:`finish_build`, after sphinx-gallery ran and judged them): its verdicts in the run records,
-  what this build ran in ``_records/build.json``, the readers' downloads; a shard's build exports its
+  the build steps' runs (:mod:`.build_steps`), what this build ran in ``_records/build.json``, the readers'
+  downloads; a shard's build exports its
   results to the shard folder and stops, writing no page.
 """
 
@@ -25,7 +26,7 @@ from sphinx.util import logging
 
 from xnnguide.core import environment, quiet, reader_code, shards
 from xnnguide.core.records import load_run_record, recipe_files, records_dir, stale_reason, write_run_record
-from xnnguide.site import runs, scheduling
+from xnnguide.site import build_steps, pool, runs, scheduling
 from xnnguide.site.summary import problems
 
 logger = logging.getLogger(__name__)
@@ -44,6 +45,7 @@ def start_build(app: Sphinx) -> None:
     executions log is emptied: it lists this build's runs only.
     """
     scheduling.start_build(app)
+    build_steps.start_build(app)
     # One quiet folder per build, for the recipes that hold the machine while they time (xnnguide.core.quiet).
     os.environ[quiet.ENV] = tempfile.mkdtemp(prefix="xnnguide-quiet-")
     runs.start_build()
@@ -85,6 +87,7 @@ def finish_build(app: Sphinx) -> None:
                       "environment": environment.describe()}
         record.update(status=status, error=error)
         write_run_record(records_dir(gallery), record)
+    steps_ran = build_steps.finish(app, pool.take_build_steps())
     summary = {
         "build_id": os.environ.get(runs.BUILD_ID),
         "pid": os.getpid(),
@@ -95,6 +98,8 @@ def finish_build(app: Sphinx) -> None:
         "parallel": gallery_conf.get("parallel"),
         # The recipes that ran, in the order they started (xnnguide.site.pool).
         "execution_order": list(runs.execution_order),
+        # The build steps that ran (xnnguide.site.build_steps): not sphinx-gallery's, so not in "ran".
+        "build_steps": steps_ran,
     }
     if app.builder.name == "html":  # like the executions log, it describes the HTML build
         (records_dir(gallery) / "build.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")

@@ -25,8 +25,8 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
 from xnnguide.core import facts
-from xnnguide.core.records import (budget_seconds, load_run_record, quote_recorded, recipe_files, recorded_texts,
-                                   records_dir, shown)
+from xnnguide.core.records import (budget_seconds, build_step_files, find_source, load_run_record, quote_recorded,
+                                   recipe_files, recorded_texts, records_dir, shown)
 from xnnguide.site.runs import gallery_dir
 
 logger = logging.getLogger(__name__)
@@ -52,9 +52,14 @@ def _recorded(element: SphinxRole | SphinxDirective, target: str, field: str) ->
             return recorded[key]
         problem = (f"{target!r} {_WRONG_KIND[field]}" if key in recorded
                    else f"recipe {recipe!r} recorded no fact {key!r}; it has: {', '.join(sorted(recorded))}"
-                   if recorded else f"recipe {recipe!r} recorded no facts (did snippets/{recipe}.py run?)")
+                   if recorded else f"recipe {recipe!r} recorded no facts (did {_source(element, recipe)} run?)")
     _warn(element, "fact", "%s: %s", element.name, problem)
     return None
+
+
+def _source(element: SphinxRole | SphinxDirective, name: str) -> str:
+    """How messages name the recipe or build step *name*: ``snippets/<task>/<name>.py``, ``docs/build_steps/...``."""
+    return shown(find_source(Path(element.env.app.confdir) / "snippets", Path(element.env.srcdir), name))
 
 
 class FactRole(SphinxRole):
@@ -143,7 +148,7 @@ def recipe_times(self: SphinxDirective) -> list[nodes.Node]:
     from the run records, in place of sphinx-gallery's execution-times pages, which load scripts from CDNs."""
     default = float(self.env.config.xnnguide_default_budget_seconds)
     rows = []
-    for source in recipe_files(Path(self.env.app.confdir) / "snippets"):
+    for source in [*recipe_files(Path(self.env.app.confdir) / "snippets"), *build_step_files(Path(self.env.srcdir))]:
         record = _run_record(self, source.stem)
         if record is None:
             _warn(self, "stamp", "recipe-times: recipe %r has no run record", source.stem)
@@ -152,8 +157,8 @@ def recipe_times(self: SphinxDirective) -> list[nodes.Node]:
                                          f"{budget_seconds(source, default):g} s", record["status"],
                                          "beside others" if record.get("worker") else "alone"]))
     rows.sort(key=lambda row: -row[0])
-    return [rst_table(["Recipe", "Last run", "Budget", "Verdict", "Ran"], [cells for _, cells in rows],
-                   "Recipe run times in the build of this site", "xnnguide-recipe-times")]
+    return [rst_table(["Recipe or build step", "Last run", "Budget", "Verdict", "Ran"], [cells for _, cells in rows],
+                   "Run times of the recipes and build steps in the build of this site", "xnnguide-recipe-times")]
 
 
 def verified_stamp(self: SphinxDirective) -> list[nodes.Node]:
@@ -169,7 +174,7 @@ def verified_stamp(self: SphinxDirective) -> list[nodes.Node]:
     source = Path(record.get("source") or f"snippets/{record['recipe']}.py")
     versions = ", ".join(f"{name} {version}" for name, version in env["versions"].items())
     text = (
-        f"Verified by running {shown(source) if 'snippets' in source.parts[:-1] else source} on "
+        f"Verified by running {shown(source)} on "
         f"{record['finished'][:10]} ({record['seconds']:.1f} s) with {versions}, Python {env['python']}, "
         f"on {env['cpu']} ({env['cores']} logical cores, {env['machine']})."
     )

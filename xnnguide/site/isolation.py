@@ -89,12 +89,24 @@ def run(args: tuple[str, str, str, dict[str, Any]], beside_others: bool) -> Run:
     :class:`ValueError` for a recipe whose budgets do not parse.
     """
     fname, _, src_dir, gallery_conf = args
-    seconds, gb = scheduling.budgets(recipe_path(fname, src_dir))
+    return run_call(_generate_file_rst, args, recipe_path(fname, src_dir), gallery_conf, beside_others)
+
+
+def _generate_file_rst(*args: Any) -> Any:
+    # By this module's name the child finds it; sphinx-gallery's own is replaced by the pool's in the parent.
+    return _original(*args)
+
+
+def run_call(function: Any, args: tuple[Any, ...], source: Path, gallery_conf: dict[str, Any],
+             beside_others: bool) -> Run:
+    """Run ``function(*args)`` in a watched child process, within the budgets that *source* declares: the
+    recipe or build step it runs. *function* must be importable by name, as the child unpickles it."""
+    seconds, gb = scheduling.budgets(source)
     env = dict(os.environ, **{scheduling.IN_WORKER: "1" if beside_others else "0"})
     if beside_others:
         share = str(scheduling.thread_share(gallery_conf))
         env.update({name: os.environ.get(name, share) for name in ParallelBackendBase.MAX_NUM_THREADS_VARS})
-    payload = cloudpickle.dumps((args, env, sys.path, os.getcwd()))
+    payload = cloudpickle.dumps((function, args, env, sys.path, os.getcwd()))
     with tempfile.NamedTemporaryFile("w+", prefix="xnnguide-trace-", suffix=".txt") as trace:
         outcome, elapsed, pid, peak = _watch(payload, trace.name, seconds, gb, preload(gallery_conf))
         text = "" if not isinstance(outcome, str) else Path(trace.name).read_text(errors="replace")
@@ -267,8 +279,8 @@ def _rss(process: psutil.Process) -> tuple[int, list[psutil.Process]]:
 
 
 def _child(payload: bytes, send: Any, trace: str, seconds: float) -> None:
-    """In the child: run sphinx-gallery's function under faulthandler, send back its result."""
-    args, env, path, cwd = cloudpickle.loads(payload)
+    """In the child: run the function (sphinx-gallery's, for a recipe) under faulthandler, send back its result."""
+    function, args, env, path, cwd = cloudpickle.loads(payload)
     os.environ.clear()
     os.environ.update(env)
     quiet.register()  # a recipe that times something may stop this one for a moment (xnnguide.core.quiet)
@@ -278,7 +290,7 @@ def _child(payload: bytes, send: Any, trace: str, seconds: float) -> None:
     faulthandler.enable(out, all_threads=True)
     faulthandler.register(signal.SIGUSR1, out, all_threads=True)
     faulthandler.dump_traceback_later(seconds, exit=True, file=out)
-    result = _original(*args)
+    result = function(*args)
     faulthandler.cancel_dump_traceback_later()
     send.send_bytes(cloudpickle.dumps(result))
     send.close()

@@ -17,6 +17,9 @@ The order of starts (:func:`next_job`):
 * the others, beside each other: those declared long first (``# xnnguide_start_early = True``), so that the
   short ones fill the cores around them, then the rest, each group in gallery order.
 
+The build steps (:mod:`.build_steps`) run in the same pool, after the recipes of their group; nobody reads
+their results in gallery order: the end of the gallery's run (:func:`take_build_steps`) waits for them.
+
 A recipe that runs beside others gets its share of the threads (:func:`xnnguide.site.scheduling.thread_share`).
 """
 
@@ -34,7 +37,7 @@ from sphinx.errors import ExtensionError
 from sphinx_gallery import gen_gallery, gen_rst
 
 from xnnguide.core.records import declared_files
-from xnnguide.site import isolation, runs, scheduling
+from xnnguide.site import build_steps, isolation, runs, scheduling
 
 _START_EARLY = re.compile(r"^\s*#\s*xnnguide_start_early\s*=\s*True\s*$", re.MULTILINE)
 
@@ -46,10 +49,11 @@ def starts_early(source: str | os.PathLike[str]) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class Job:
-    """One recipe the pool runs."""
+    """One recipe or build step the pool runs."""
 
     source: Path
-    args: tuple[str, str, str, dict[str, Any]]  # sphinx-gallery's generate_file_rst arguments
+    # sphinx-gallery's generate_file_rst arguments; None for a build step (.build_steps), which has no page
+    args: tuple[str, str, str, dict[str, Any]] | None
     alone: bool  # sphinx_gallery_parallel = False
     early: bool  # xnnguide_start_early = True
     after: frozenset[Path]  # the recipes of this pool whose files it reads
@@ -77,8 +81,10 @@ def next_job(pending: list[Job], running: list[Job], ended: set[Path]) -> Job | 
 class Pool:
     """Runs *jobs* in *slots* threads, each job in a child process; :meth:`take` waits for a job's run."""
 
-    def __init__(self, jobs: list[Job], slots: int) -> None:
+    def __init__(self, jobs: list[Job], slots: int, gallery_conf: dict[str, Any]) -> None:
+        self._gallery_conf = gallery_conf
         self._pending, self._running, self._ended = list(jobs), [], set()
+        self.build_steps = [job.source for job in jobs if job.args is None]
         self._sources = frozenset(job.source for job in jobs)
         self._runs: dict[Path, isolation.Run | BaseException] = {}
         self._changed = threading.Condition()
@@ -102,7 +108,9 @@ class Pool:
                 # Recorded here, under the lock: two slots that start at once would append in either order.
                 runs.execution_order.append(job.name)
             try:
-                ran: isolation.Run | BaseException = isolation.run(job.args, beside_others=not job.alone)
+                ran: isolation.Run | BaseException = (
+                    isolation.run(job.args, beside_others=not job.alone) if job.args is not None
+                    else build_steps.run(job.source, self._gallery_conf, beside_others=not job.alone))
             except BaseException as error:  # noqa: BLE001 - handed to the Sphinx process by take()
                 ran = error
             with self._changed:
@@ -151,6 +159,12 @@ def jobs(src_root: Path, target_root: Path, gallery_conf: dict[str, Any]) -> lis
             for position, (source, args) in enumerate(found)]
 
 
+def step_jobs(first_position: int) -> list[Job]:
+    """The build steps this build runs (:func:`.build_steps.pending`), after the recipes in gallery order."""
+    return [Job(source, None, alone=False, early=starts_early(source), after=frozenset(), position=position)
+            for position, source in enumerate(build_steps.pending(), first_position)]
+
+
 def _start(src_root: Path, target_root: Path, gallery_conf: dict[str, Any]) -> None:
     slots = int(gallery_conf.get("parallel") or 1)
     if slots < 2:  # sphinx-gallery runs every recipe in the Sphinx process, one after the other
@@ -158,8 +172,18 @@ def _start(src_root: Path, target_root: Path, gallery_conf: dict[str, Any]) -> N
     found = jobs(src_root, target_root, gallery_conf)
     for job in found:  # sphinx-gallery makes a folder's output folders when it comes to it; these run first
         (Path(job.args[1]) / "images" / "thumb").mkdir(parents=True, exist_ok=True)
+    found += step_jobs(len(found))
     isolation.prepare(gallery_conf)
-    _pool[:] = [Pool(found, slots)]
+    _pool[:] = [Pool(found, slots, gallery_conf)]
+
+
+def take_build_steps() -> list[Path]:
+    """The build steps this build's pool ran (each recorded its run as it ended), once they all ended."""
+    if not _pool:
+        return []
+    for source in _pool[0].build_steps:
+        _pool[0].take(source)  # raises what the pool's thread raised running it
+    return list(_pool[0].build_steps)
 
 
 def generate_file_rst(fname: str, target_dir: str, src_dir: str, gallery_conf: dict[str, Any]) -> Any:

@@ -94,9 +94,13 @@ def add_to_run_record(gallery_conf: dict[str, Any], fname: str, **fields: Any) -
 
 def write_run(gallery_conf: dict[str, Any], fname: str, seconds: float, pid: int, **fields: Any) -> None:
     """Write the run record of a recipe that just ran (here, or in a process :mod:`.isolation` watched)."""
-    source = _recipe_source(gallery_conf, fname)
+    write_record(_gallery(gallery_conf), _recipe_source(gallery_conf, fname), seconds, pid, **fields)
+
+
+def write_record(gallery: Path, source: Path, seconds: float, pid: int, **fields: Any) -> None:
+    """Write the run record of the recipe or build step *source*, which just ran for *seconds* in process *pid*."""
     record = {
-        "recipe": Path(fname).stem,
+        "recipe": source.stem,
         "source": str(source),
         "source_sha256": source_digest(source),
         "dependency_key": dependency_key(source),
@@ -109,7 +113,7 @@ def write_run(gallery_conf: dict[str, Any], fname: str, seconds: float, pid: int
         "environment": environment.describe(),
         **fields,
     }
-    write_run_record(records_dir(_gallery(gallery_conf)), record)
+    write_run_record(records_dir(gallery), record)
 
 
 def register(app: Sphinx) -> None:

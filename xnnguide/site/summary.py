@@ -19,7 +19,7 @@ from sphinx.directives.code import LiteralInclude
 
 from xnnguide.core.paths import display
 from xnnguide.core.records import records_dir
-from xnnguide.core.results import check_recipes
+from xnnguide.core.results import check_build_steps, check_recipes
 
 _KEY = "xnnguide_lost_includes"
 
@@ -59,6 +59,8 @@ def problems(app: Sphinx) -> list[str]:
         names = {Path(src).stem for src in failed}
         lines += [str(problem) for problem in check_recipes(snippets, gallery, Path.cwd())
                   if problem.path.stem in names]
+        if not getattr(app.config, "xnnguide_shard", ""):  # a shard's build runs no build step
+            lines += [str(problem) for problem in check_build_steps(Path(app.srcdir), gallery, Path.cwd())]
     for docname in sorted(_lost(app.env)):
         for source, line, message in _lost(app.env)[docname]:
             lines.append(f"{display(source)}:{line}: include: the page lost an included block: {message} — "
