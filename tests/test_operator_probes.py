@@ -1,10 +1,11 @@
-"""Unit tests of the operator probes: the verdicts, the table, and one real lowering."""
+"""Unit tests of the operator probes: the verdicts, the grouping into programs, the table, and real lowerings."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
+from xnnguide.recipe_checks import operator_probe_models as models
 from xnnguide.recipe_checks import operator_probes as probes
 from xnnguide.recipe_checks.operator_probes import Claim, DelegatedNode, Lowering, ProbeRun
 
@@ -111,7 +112,7 @@ def test_real_probes_pass_and_fail_as_they_should(runtime):
 
 
 def test_a_condition_is_confirmed_only_by_a_refusal_and_a_verified_acceptance():
-    condition = next(c for c in probes.CONDITIONS if c.target == "pow.Tensor_Scalar")
+    condition = next(c for c in models.CONDITIONS if c.target == "pow.Tensor_Scalar")
     pow_fp32 = Claim("pow.Tensor_Scalar", "PowConfig", probes.FP32)
     refused = probes.ProbeResult(pow_fp32, probes.REFUSED, "1 node(s) left outside XNNPACK")
     verified = probes.ProbeResult(pow_fp32, probes.VERIFIED, "", 0.0, 1e-4)
@@ -122,7 +123,7 @@ def test_a_condition_is_confirmed_only_by_a_refusal_and_a_verified_acceptance():
 
 
 def test_table_shows_the_extra_columns_and_the_probed_conditions():
-    condition = probes.CONDITIONS[0]
+    condition = models.CONDITIONS[0]
     claim = Claim(condition.target, "AddConfig", probes.FP32)
     verified = probes.ProbeResult(claim, probes.VERIFIED, "", 0.0, 1e-4)
     refused = probes.ProbeResult(claim, probes.REFUSED, "1 node(s) left outside XNNPACK")
@@ -135,17 +136,50 @@ def test_table_shows_the_extra_columns_and_the_probed_conditions():
 
 def test_real_condition_probes_are_refused_and_taken(runtime):
     def probe(condition, form, **options):
-        runs = probes._lower_and_run({condition.target: getattr(condition, form)}, runtime, **options)
         claim = Claim(condition.target, "", probes.FP32)
-        return probes._judge_runs(claim, runs[condition.target], options.get("dynamic_shapes", False))
+        return probes.probe([(claim, getattr(condition, form))], runtime, side_by_side=False, finding=True, **options)[0]
 
     # pow: the docstring says "powers of two", the code takes only the integer 2.
-    pow_condition = next(c for c in probes.CONDITIONS if c.target == "pow.Tensor_Scalar")
+    pow_condition = next(c for c in models.CONDITIONS if c.target == "pow.Tensor_Scalar")
     assert probe(pow_condition, "refused", lower_only=True).status == probes.REFUSED
     # max_pool2d: ceil mode is refused only with dynamic shapes.
-    ceil = next(c for c in probes.CONDITIONS if c.target == "max_pool2d.default" and c.dynamic_shapes)
+    ceil = next(c for c in models.CONDITIONS if c.target == "max_pool2d.default" and c.dynamic_shapes)
     assert probe(ceil, "accepted").verified
     assert probe(ceil, "refused", lower_only=True, dynamic_shapes=True).status == probes.REFUSED
+
+
+def test_probes_are_grouped_into_programs_of_one_flow_with_each_operator_once():
+    def pair(target, precision=probes.FP32):
+        return Claim(target, "", precision), models.FP32_PROBES.get(target, models.FP32_PROBES["relu.default"])
+
+    # Two probes of add (two conditions of one operator), one of relu, two of the legacy flow, one that skips
+    # dim-order ops: each flow its own programs, add's second probe in a second program.
+    pairs = [pair("add.Tensor"), pair("relu.default"), pair("add.Tensor"), pair("addmm.default"),
+             pair("mm.default"), pair("clone.default")]
+    programs = probes.programs(pairs, side_by_side=True)
+    assert [[claim.target for claim, _ in program] for program in programs] == [
+        ["add.Tensor", "relu.default"], ["add.Tensor"], ["addmm.default", "mm.default"], ["clone.default"]]
+    # Alone: one program per probe, every flow still in order.
+    alone = probes.programs(pairs, side_by_side=False)
+    assert [len(program) for program in alone] == [1] * len(pairs)
+    assert [program[0] for program in alone] == [pairs[0], pairs[1], pairs[2], pairs[3], pairs[4], pairs[5]]
+
+
+def test_claims_that_share_a_probe_are_lowered_once(monkeypatch):
+    # quantize_affine, dequantize_affine and choose_qparams_affine are all judged on one quantized linear layer.
+    lowered = []
+
+    def fake_lower_and_run(builds, runtime, **options):
+        lowered.append(list(builds))
+        return {target: [probes.ProbeRun(Lowering({}, (DelegatedNode(target, True, False),)))] for target in builds}
+
+    monkeypatch.setattr(probes, "_lower_and_run", fake_lower_and_run)
+    shared = models.DYNAMIC_INT8_PROBES["quantize_affine.default"]
+    pairs = [(Claim(target, "", probes.DYNAMIC_INT8), shared)
+             for target in ("quantize_affine.default", "dequantize_affine.default", "choose_qparams_affine.default")]
+    results = probes.probe(pairs, runtime=None, side_by_side=False)
+    assert lowered == [["quantize_affine.default"]], lowered
+    assert [r.claim for r in results] == [c for c, _ in pairs]
 
 
 def test_no_two_statuses_differ_by_case_only():

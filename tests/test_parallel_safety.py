@@ -112,7 +112,7 @@ EARLY_RECIPES = sorted(source.stem for source in recipe_files(SNIPPETS) if start
 def test_the_long_parallel_recipes_declare_that_they_start_early():
     assert EARLY_RECIPES == ["benchmark_xnnpack_speedup", "export_a_llama_with_export_llm",
                              "export_char_llm_with_kv_cache", "export_with_xnnpack_recipe_types",
-                             "quantize_mobilenet_v2_int8_static", "verify_operator_support"]
+                             "quantize_mobilenet_v2_int8_static"]
 
 
 def test_starts_early_reads_only_the_exact_declaration(tmp_path):

@@ -479,12 +479,12 @@ def test_the_tolerance_checks_fail_on_a_typed_share_or_another_floor(tmp_path):
 
 
 def test_the_page_quotes_the_floor_and_cites_the_dynamic_convolution_probe():
-    from xnnguide.recipe_checks import operator_probes
+    from xnnguide.recipe_checks import operator_probe_models
 
     markdown = PAGE.read_text(encoding="utf-8")
     assert "{fact}`quantize_mobilenet_v2_int8_static/min_sqnr_db`" in markdown
     # The int8-dynamic row says the operator probes measure a dynamically quantized convolution: they must.
     row = next(line for line in markdown.splitlines() if line.startswith("| `int8-dynamic` |"))
     assert "no recipe here measures them" not in row
-    assert "{doc}`../gallery/lowering/verify_operator_support`" in row and "convolution.default" in row
-    assert "convolution.default" in operator_probes.DYNAMIC_INT8_PROBES
+    assert "{doc}`../reference/operators`" in row and "convolution.default" in row
+    assert "convolution.default" in operator_probe_models.DYNAMIC_INT8_PROBES

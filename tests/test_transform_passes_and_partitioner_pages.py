@@ -38,7 +38,7 @@ def test_operator_page_lists_every_claimed_operator_with_a_status(built_site):
 
 
 def test_operator_page_counts_match_the_table(built_site):
-    found = recorded("verify_operator_support")
+    found = recorded("operator_support_table")
     cells = [cell for row in found["support"]["rows"] for cell in row[2:5]]
     verified = sum(cell.startswith("verified") for cell in cells)
     flagged = sum(cell.split(":")[0] in ("NOT DELEGATED", "FAILED", "WRONG OUTPUT", "NO PROBE") for cell in cells)

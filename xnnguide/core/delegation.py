@@ -27,6 +27,11 @@ def op_name(node: torch.fx.Node) -> str:
     return ".".join(parts[1:]) if len(parts) > 2 else name
 
 
+def calls(node: torch.fx.Node, *prefixes: str) -> bool:
+    """Whether *node* calls an operator whose :func:`op_name` starts with one of *prefixes*."""
+    return node.op == "call_function" and op_name(node).startswith(prefixes)
+
+
 def delegated_graphs(graph_module: torch.fx.GraphModule) -> list[torch.fx.GraphModule]:
     """The graph each delegate was built from, in graph order.
 

@@ -1,4 +1,4 @@
-"""Check, operator by operator, what the installed XNNPACK partitioner claims.
+"""Check, operator by operator, what the installed XNNPACK partitioner claims: the engine.
 
 ``XnnpackPartitioner`` decides what XNNPACK takes with one *config* class per
 Edge operator; each names its operator (``target_name``) and the precisions it
@@ -12,10 +12,15 @@ quantizer would leave around it), then checks that
 2. the ``.pte`` file loads and runs on the ExecuTorch runtime, and
 3. its output matches eager PyTorch within a stated tolerance.
 
-The claims are read from the installed package each time (:func:`claims`), so
-a new config in a later executorch shows up as a row without a probe, flagged.
-``snippets/lowering/verify_operator_support.py`` turns :func:`run_all`'s results
-into the table on the operator support page.
+The probes are data, in :mod:`.operator_probe_models`; this module has one engine,
+:func:`probe`, which lowers probes side by side in as few programs as it can, runs
+them and judges each. :func:`survey` is the plan of the operator support table
+(every claim, the fp16 and dynamic-shape columns, every condition), and
+:func:`run_probe` probes one claim, on a probe of the caller's if given. The claims
+are read from the installed package each time (:func:`claims`), so a new config in a
+later executorch shows up as a row without a probe, flagged.
+``docs/build_steps/operator_support_table.py`` turns :func:`survey` into the table on
+the operator support page.
 """
 
 from __future__ import annotations
@@ -23,14 +28,13 @@ from __future__ import annotations
 import traceback
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import partial
 from typing import Callable  # typing.Callable: Sphinx resolves it without an inventory
 
 import torch
-import torch.nn.functional as F
 
-from xnnguide.core.delegation import delegated_graphs, op_name, ops_outside_delegates
-from xnnguide.core.schemes import quantize_pt2e
+from xnnguide.core.delegation import calls, delegated_graphs, op_name, ops_outside_delegates
+from xnnguide.recipe_checks import operator_probe_models as models
+from xnnguide.recipe_checks.operator_probe_models import Condition, Probe
 
 #: Column names of the three precisions, in table order.
 FP32, INT8, DYNAMIC_INT8 = "fp32", "int8 (static)", "int8 (dynamic)"
@@ -82,8 +86,6 @@ FP16_ATOL = FP16_RTOL = 1e-2
 #: this range, exported at size 2 (inputs of size 1 are doubled) and run at sizes 2 and 3.
 BATCH_MIN, BATCH_MAX = 1, 4
 
-Inputs = tuple[torch.Tensor, ...]
-
 
 @dataclass(frozen=True)
 class Claim:
@@ -129,219 +131,46 @@ def claims() -> list[Claim]:
                                     key=lambda p: order.index(p) if p in names else len(order))]
 
 
-class _Op(torch.nn.Module):
-    """A module whose forward is one function of its inputs."""
-
-    def __init__(self, fn: Callable[..., torch.Tensor]):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
-        return self.fn(*inputs)
+#: The probe tables of the precisions a config can claim.
+PROBES: dict[str, dict[str, Probe]] = {FP32: models.FP32_PROBES, INT8: models.INT8_PROBES,
+                                       DYNAMIC_INT8: models.DYNAMIC_INT8_PROBES}
 
 
-def _fn(fn: Callable[..., torch.Tensor], *inputs: Callable[[], torch.Tensor]):
-    """A probe builder for ``fn`` applied to freshly drawn inputs."""
-    return lambda: (_Op(fn), tuple(make() for make in inputs))
+def probe_for(claim: Claim) -> Probe | None:
+    """The probe of *claim*, or ``None`` when :mod:`.operator_probe_models` has none."""
+    return PROBES.get(claim.precision, {}).get(claim.target)
 
 
-#: The shapes of the probes' inputs: a batch of two 16-vectors, one 4-channel 8x8 image.
-VEC, IMG = (2, 16), (1, 4, 8, 8)
-_vec, _img = partial(torch.randn, VEC), partial(torch.randn, IMG)
+#: The lowering flows (:func:`flow`): the one every recipe uses, and two that some probes need.
+DEFAULT, LEGACY, SKIP_DIM_ORDER = "to_edge_transform_and_lower", "to_edge + to_backend", "skip_dim_order"
 
 
-def _positive() -> torch.Tensor:
-    return torch.rand(2, 16) + 0.5  # log, sqrt, rsqrt and division need inputs away from zero
+def flow(target: str) -> str:
+    """How a probe of *target* is lowered (:data:`.operator_probe_models.LEGACY_FLOW` and ``SKIP_DIM_ORDER``)."""
+    if target in models.LEGACY_FLOW:
+        return LEGACY
+    return SKIP_DIM_ORDER if target in models.SKIP_DIM_ORDER else DEFAULT
 
 
-def _batch_norm() -> torch.nn.Module:
-    norm = torch.nn.BatchNorm2d(4)
-    # Non-trivial statistics, so the probe checks the normalisation itself.
-    norm.running_mean.uniform_(-0.5, 0.5)
-    norm.running_var.uniform_(0.5, 2.0)
-    norm.weight.data.uniform_(0.5, 1.5)
-    norm.bias.data.uniform_(-0.5, 0.5)
-    return norm.eval()
-
-
-#: fp32 probes: target -> () -> (model, inputs). Each model holds one operator.
-FP32_PROBES: dict[str, Callable[[], tuple[torch.nn.Module, Inputs]]] = {
-    **{f"{name}.default": _fn(getattr(torch, name), _vec)
-       for name in ("abs", "exp", "neg", "relu", "sigmoid", "sin", "cos", "tanh")},
-    **{f"{name}.default": _fn(getattr(torch, name), _positive) for name in ("log", "sqrt", "rsqrt")},
-    **{f"{name}.Tensor": _fn(getattr(torch, name), _vec, _vec) for name in ("add", "sub", "mul")},
-    **{f"{name}.default": _fn(getattr(torch, name), _vec, _vec) for name in ("maximum", "minimum")},
-    "addmm.default": lambda: (torch.nn.Linear(16, 8), (_vec(),)),  # with LEGACY_FLOW
-    "avg_pool2d.default": _fn(lambda x: F.avg_pool2d(x, 2), _img),
-    "_native_batch_norm_legit_no_training.default": lambda: (_batch_norm(), (_img(),)),
-    "bmm.default": _fn(torch.bmm, lambda: torch.randn(2, 4, 8), lambda: torch.randn(2, 8, 3)),
-    "cat.default": _fn(lambda a, b: torch.cat([a, b], dim=1), _vec, _vec),
-    "ceil.default": _fn(lambda x: torch.ceil(x * 3), _vec),
-    "clone.default": _fn(lambda x: x.clone(), _vec),
-    "_clone_dim_order.default": _fn(lambda x: x.clone(), _vec),
-    "constant_pad_nd.default": _fn(lambda x: F.pad(x, (1, 1, 1, 1), value=0.5), _img),
-    "convolution.default": lambda: (torch.nn.Conv2d(4, 6, 3, padding=1), (_img(),)),
-    "clamp.default": _fn(lambda x: torch.clamp(x, -0.5, 0.5), _vec),
-    "div.Tensor": _fn(torch.div, _vec, _positive),
-    "floor.default": _fn(lambda x: torch.floor(x * 3), _vec),
-    "gelu.default": _fn(F.gelu, _vec),
-    "hardtanh.default": _fn(lambda x: F.hardtanh(x, -0.5, 0.5), _vec),
-    "hardswish.default": _fn(F.hardswish, lambda: _vec() * 4),
-    "leaky_relu.default": _fn(lambda x: F.leaky_relu(x, 0.1), _vec),
-    "linear.default": lambda: (torch.nn.Linear(16, 8), (_vec(),)),
-    # XNNPACK's max.dim takes 4-D input only (see CONDITIONS).
-    "max.dim": _fn(lambda x: torch.max(x, dim=3, keepdim=True)[0], _img),
-    "max_pool2d.default": _fn(lambda x: F.max_pool2d(x, 2), _img),
-    "mean.dim": _fn(lambda x: x.mean(dim=(2, 3), keepdim=True), _img),
-    "mm.default": lambda: (torch.nn.Linear(16, 8, bias=False), (_vec(),)),
-    "permute_copy.default": _fn(lambda x: x.permute(0, 2, 3, 1), _img),
-    "pow.Tensor_Scalar": _fn(lambda x: x**2, _vec),
-    "prelu.default": lambda: (torch.nn.PReLU(4, init=0.2), (_img(),)),
-    "_to_dim_order_copy.default": _fn(lambda x: x.to(memory_format=torch.channels_last), _img),
-    "slice_copy.Tensor": _fn(lambda x: x[:, 2:10], _vec),
-    "_softmax.default": _fn(lambda x: torch.softmax(x, dim=-1), _vec),
-    "unsqueeze_copy.default": _fn(lambda x: x.unsqueeze(-1), _vec),
-    "upsample_bilinear2d.vec": _fn(
-        lambda x: F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False), _img
-    ),
-    "view_copy.default": _fn(lambda x: x.reshape(4, 8), _vec),
-}
-
-#: Dynamic-shape forms of probes whose fp32 form would pin the batch size.
-DYNAMIC_PROBES = {"view_copy.default": _fn(lambda x: x.reshape(x.shape[0] * 2, 8), _vec)}
-
-#: Probes whose target operator only appears with a non-default Edge config:
-#: ``clone`` becomes ``_clone_dim_order`` unless dim-order ops are skipped.
-SKIP_DIM_ORDER = {"clone.default"}
-#: Probes that go through the older ``to_edge`` + ``to_backend`` flow: there
-#: ``linear`` decomposes into ``permute_copy`` + ``addmm`` (or ``mm`` without
-#: bias), which is how ``addmm`` and ``mm`` reach the partitioner.
-LEGACY_FLOW = {"addmm.default", "mm.default"}
-
-
-def _qparams(tensor: torch.Tensor) -> tuple[float, int]:
-    """Affine int8 parameters covering *tensor*'s range (and zero), as a calibrating observer would pick."""
-    low = min(tensor.min().item(), 0.0)
-    high = max(tensor.max().item(), 0.0)
-    scale = max(high - low, 1e-6) / 255.0
-    zero_point = int(round(-128 - low / scale))
-    return scale, max(-128, min(127, zero_point))
-
-
-def _qdq(x: torch.Tensor, scale: float, zero_point: int) -> torch.Tensor:
-    """Quantize to int8 and back: the pair a PT2E quantizer leaves on a tensor."""
-    q = torch.ops.quantized_decomposed.quantize_per_tensor.default(x, scale, zero_point, -128, 127, torch.int8)
-    return torch.ops.quantized_decomposed.dequantize_per_tensor.default(q, scale, zero_point, -128, 127, torch.int8)
-
-
-#: int8 probes for operators that keep their input's quantization parameters.
-SHARED_QPARAMS = {
-    "cat.default", "clamp.default", "hardtanh.default", "max_pool2d.default", "permute_copy.default",
-    "relu.default", "slice_copy.Tensor", "_to_dim_order_copy.default", "unsqueeze_copy.default",
-    "view_copy.default", "mean.dim",
-}
-
-
-def _explicit_int8(target: str) -> tuple[torch.nn.Module, Inputs, float]:
-    """The fp32 probe of *target* between quantize/dequantize pairs with fixed parameters: one operator on int8 data.
-
-    Operators whose output stays within their input's range (data movement,
-    pooling, mean, relu and clamping: :data:`SHARED_QPARAMS`) keep their
-    input's parameters, as a quantizer shares them; the others get parameters
-    for their own output range.
-    """
-    op, inputs = FP32_PROBES[target]()
-    in_params = [_qparams(x) for x in inputs]
-    if target == "cat.default":  # cat's inputs must share one set of parameters
-        in_params = [_qparams(torch.cat(inputs))] * len(inputs)
-
-    def on_dequantized(*xs: torch.Tensor) -> torch.Tensor:
-        return op(*[_qdq(x, *params) for x, params in zip(xs, in_params)])
-
-    with torch.no_grad():
-        out_params = in_params[0] if target in SHARED_QPARAMS else _qparams(on_dequantized(*inputs))
-    return _Op(lambda *xs: _qdq(on_dequantized(*xs), *out_params)), inputs, out_params[0]
-
-
-def _gemm_int8(target: str, dynamic_quantization: bool) -> tuple[torch.nn.Module, Inputs, float | None]:
-    """The fp32 probe of *target* quantized by ``XNNPACKQuantizer``, calibrated on its own input."""
-    model, inputs = FP32_PROBES[target]()
-    quantized = quantize_pt2e(model, inputs, [inputs], dynamic=dynamic_quantization)
-    # Static int8: the scale of the last quantize node. Dynamic quantization
-    # returns fp32; its tolerance is set relative to the output.
-    scales = [node.args[1] for node in quantized.graph.nodes if _calls(node, "quantize_per_tensor.default")]
-    return quantized, inputs, None if dynamic_quantization else float(scales[-1])
-
-
-def _affine_dynamic() -> tuple[torch.nn.Module, Inputs, None]:
-    """A linear layer quantized by torchao's ``quantize_`` (int8 dynamic activations and weights).
-
-    Its graph holds torchao's ``choose_qparams_affine``, ``quantize_affine`` and ``dequantize_affine``.
-    """
-    from torchao.quantization.granularity import PerAxis
-    from torchao.quantization.quant_api import Int8DynamicActivationIntxWeightConfig, quantize_
-
-    model = torch.nn.Sequential(torch.nn.Linear(16, 8))
-    quantize_(model, Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int8, weight_granularity=PerAxis(0)))
-    return model, (_vec(),), None
-
-
-def _quantize_dequantize() -> tuple[torch.nn.Module, Inputs, float]:
-    """Only a quantize and a dequantize node: fp32 to int8 and back."""
-    inputs = (_vec(),)
-    params = _qparams(inputs[0])
-    return _Op(lambda x: _qdq(x, *params)), inputs, params[0]
-
-
-#: The GEMM claims, probed int8 static and dynamic by quantizing their fp32 probes.
-_GEMMS = ("linear.default", "convolution.default", "addmm.default", "mm.default")
-
-INT8_PROBES: dict[str, Callable[[], tuple[torch.nn.Module, Inputs, float | None]]] = {
-    **{target: partial(_explicit_int8, target)
-       for target in {*SHARED_QPARAMS, "add.Tensor", "mul.Tensor", "sub.Tensor"}},
-    # q -> dq alone: the conversions at the edges of every int8 partition.
-    "quantize_per_tensor.default": _quantize_dequantize,
-    "dequantize_per_tensor.default": _quantize_dequantize,
-    **{target: partial(_gemm_int8, target, dynamic_quantization=False) for target in _GEMMS},
-}
-
-DYNAMIC_INT8_PROBES: dict[str, Callable[[], tuple[torch.nn.Module, Inputs, float | None]]] = {
-    **{target: partial(_gemm_int8, target, dynamic_quantization=True) for target in _GEMMS},
-    "quantize_affine.default": _affine_dynamic,
-    "dequantize_affine.default": _affine_dynamic,
-    "choose_qparams_affine.default": _affine_dynamic,
-}
-
-
-def probe_for(claim: Claim) -> Callable[[], tuple] | None:
-    """The probe builder of *claim*, or ``None`` when this module has none."""
-    table = {FP32: FP32_PROBES, INT8: INT8_PROBES, DYNAMIC_INT8: DYNAMIC_INT8_PROBES}.get(claim.precision, {})
-    return table.get(claim.target)
-
-
-def lower(target: str, model: torch.nn.Module, inputs: Inputs, dynamic_shapes=None):
+def lower(target: str, model: torch.nn.Module, inputs: models.Inputs, dynamic_shapes=None):
     """Export *model* and lower it to XNNPACK as a reader would, in the flow *target* needs; return the Edge program."""
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.backends.xnnpack.utils.configs import get_transform_passes, get_xnnpack_edge_compile_config
     from executorch.exir import to_edge, to_edge_transform_and_lower
 
     exported = torch.export.export(model, inputs, dynamic_shapes=dynamic_shapes)
-    if target in LEGACY_FLOW:
+    if flow(target) == LEGACY:
         edge = to_edge(exported, compile_config=get_xnnpack_edge_compile_config())
         return edge.transform(get_transform_passes()).to_backend(XnnpackPartitioner())
     return to_edge_transform_and_lower(
         exported, transform_passes=get_transform_passes(), partitioner=[XnnpackPartitioner()],
-        compile_config=get_xnnpack_edge_compile_config(skip_dim_order=True) if target in SKIP_DIM_ORDER else None,
+        compile_config=get_xnnpack_edge_compile_config(skip_dim_order=True) if flow(target) == SKIP_DIM_ORDER else None,
     )
 
 
 def _symbolic(node: torch.fx.Node) -> bool:
     value = node.meta.get("val")
     return isinstance(value, torch.Tensor) and any(not isinstance(d, int) for d in value.shape)
-
-
-def _calls(node: torch.fx.Node, *prefixes: str) -> bool:
-    return node.op == "call_function" and op_name(node).startswith(prefixes)
 
 
 @dataclass(frozen=True)
@@ -364,8 +193,8 @@ class Lowering:
     @classmethod
     def read(cls, graph_module: torch.fx.GraphModule) -> Lowering:
         inside = tuple(
-            DelegatedNode(op_name(node), any(_calls(arg, "dequantize_") for arg in node.all_input_nodes),
-                          bool(node.users) and all(_calls(user, "quantize_", "choose_qparams") for user in node.users),
+            DelegatedNode(op_name(node), any(calls(arg, "dequantize_") for arg in node.all_input_nodes),
+                          bool(node.users) and all(calls(user, "quantize_", "choose_qparams") for user in node.users),
                           any(_symbolic(arg) for arg in node.all_input_nodes))
             for graph in delegated_graphs(graph_module) for node in graph.graph.nodes if node.op == "call_function"
         )
@@ -500,168 +329,91 @@ def judge(claim: Claim, run: ProbeRun) -> ProbeResult:
     return ProbeResult(claim, VERIFIED, "", error, tolerance)
 
 
-def run_probe(claim: Claim, runtime, build: Callable[[], tuple] | None = None) -> ProbeResult:
-    """Lower, run and check the probe of *claim* on *runtime* (an ``executorch.runtime.Runtime``).
-
-    *build* replaces the registered probe model: a function returning
-    ``(model, inputs)`` (for int8, ``(model, inputs, output_scale)``).
-    """
-    build = build or probe_for(claim)
-    if build is None:
-        return ProbeResult(claim, NO_PROBE, "this guide has no probe model for it yet")
-    return judge(claim, _lower_and_run({claim.target: build}, runtime)[claim.target][0])
 
 
-def _side_by_side(claims: list[Claim], builds: dict[str, Callable[[], tuple]], runtime,
-                  verdict: Callable[[Claim, list[ProbeRun]], ProbeResult], **options) -> dict[str, ProbeResult]:
-    """Judge *claims* on their probes *builds* lowered side by side, one program per lowering flow (see ``lower``).
-
-    A claim not verified so is probed again alone: side by side, another probe's nodes may count against it.
-    """
-    found = {}
-
-    def probe(group: list[Claim]) -> None:
-        runs = _lower_and_run({c.target: builds[c.target] for c in group}, runtime, **options)
-        found.update({c.target: verdict(c, runs[c.target]) for c in group})
-
-    legacy = [c for c in claims if c.target in LEGACY_FLOW]
-    skip = [c for c in claims if c.target in SKIP_DIM_ORDER]
-    for group in ([c for c in claims if c not in legacy + skip], legacy, skip):
-        if group:
-            probe(group)
-    for claim in claims:
-        if not found[claim.target].verified:
-            probe([claim])
-    return found
-
-
-def run_all(runtime) -> list[ProbeResult]:
-    """Probe every claim on *runtime* (an ``executorch.runtime.Runtime``).
-
-    The fp32 probes run side by side. Claims that share a probe model
-    (``quantize_affine``, ``dequantize_affine`` and ``choose_qparams_affine``
-    all come from one dynamically quantized linear layer) are judged on one lowering of it.
-    """
-    fp32 = _side_by_side([c for c in claims() if c.precision == FP32 and c.target in FP32_PROBES], FP32_PROBES,
-                         runtime, lambda claim, runs: judge(claim, runs[0]))
-    runs, results = {}, []
-    for claim in claims():
-        if claim.precision == FP32 and claim.target in fp32:
-            results.append(fp32[claim.target])
-            continue
-        build = probe_for(claim)
-        key = (build, claim.target in LEGACY_FLOW, claim.target in SKIP_DIM_ORDER)
-        if build is not None and key not in runs:
-            runs[key] = _lower_and_run({claim.target: build}, runtime)[claim.target][0]
-        results.append(judge(claim, runs[key]) if build else run_probe(claim, runtime))
-    return results
-
-
-def _judge_runs(claim: Claim, runs: list[ProbeRun], dynamic_shapes: bool = False) -> ProbeResult:
-    """The verdict of an fp16, dynamic-shape or condition probe over its runs; here a refusal is a finding."""
+def judge_runs(claim: Claim, runs: list[ProbeRun]) -> ProbeResult:
+    """The verdict on *claim* over its runs (one per input size): the first that fails, else verified."""
     results = [judge(claim, run) for run in runs]
-    if results[0].status == NOT_DELEGATED:
-        return ProbeResult(claim, REFUSED, results[0].detail)
-    lowering = runs[0].lowering
-    if dynamic_shapes and lowering and not any(n.symbolic for n in lowering.inside if n.target == claim.target):
-        return ProbeResult(claim, NOT_DYNAMIC, "export made its input sizes static")
     failed = next((result for result in results if not result.verified), None)
     return failed or ProbeResult(claim, VERIFIED, "", max(r.max_abs_error for r in results), results[-1].tolerance)
 
 
-def run_extra(column: str, runtime) -> list[ProbeResult]:
-    """Probe every operator with an fp32 claim in *column* (``FP16`` or ``DYNAMIC_SHAPES``), a few lowerings in all."""
-    targets = [c.target for c in claims() if c.precision == FP32]
-    dynamic_shapes = column == DYNAMIC_SHAPES
-    builds = {**FP32_PROBES, **DYNAMIC_PROBES} if dynamic_shapes else FP32_PROBES
-    found = _side_by_side([Claim(t, "", column) for t in targets if t in builds], builds, runtime,
-                          partial(_judge_runs, dynamic_shapes=dynamic_shapes), half=column == FP16,
-                          dynamic_shapes=dynamic_shapes)
-    return [found.get(t) or ProbeResult(Claim(t, "", column), NO_PROBE) for t in targets]
+def judge_finding(claim: Claim, runs: list[ProbeRun], dynamic_shapes: bool = False) -> ProbeResult:
+    """:func:`judge_runs` for a probe that measures rather than tests a claim (fp16, dynamic shapes, a
+    condition): a refusal is a finding, ``REFUSED``; a dynamic probe that export made static, ``NOT_DYNAMIC``."""
+    first = judge(claim, runs[0])
+    if first.status == NOT_DELEGATED:
+        return ProbeResult(claim, REFUSED, first.detail)
+    lowering = runs[0].lowering
+    if dynamic_shapes and lowering and not any(n.symbolic for n in lowering.inside if n.target == claim.target):
+        return ProbeResult(claim, NOT_DYNAMIC, "export made its input sizes static")
+    return judge_runs(claim, runs)
 
 
-@dataclass(frozen=True)
-class Condition:
-    """A restriction a config's ``check_constraints`` enforces, with a probe it must refuse and one it must take.
+def programs(probes: list[tuple[Claim, Probe]], side_by_side: bool) -> list[list[tuple[Claim, Probe]]]:
+    """*probes* split into programs: one lowering flow each, at most one probe per operator; alone each
+    unless *side_by_side*, where claims that share a probe share its program."""
+    programs: list[list[tuple[Claim, Probe]]] = []
+    for lowering_flow in (DEFAULT, LEGACY, SKIP_DIM_ORDER):
+        members = [pair for pair in probes if flow(pair[0].target) == lowering_flow]
+        if not side_by_side:
+            programs += [[pair] for pair in members]
+            continue
+        rounds: list[list[tuple[Claim, Probe]]] = []
+        for pair in members:
+            free = next((r for r in rounds if all(other.target != pair[0].target for other, _ in r)), None)
+            free.append(pair) if free is not None else rounds.append([pair])
+        programs += rounds
+    return programs
 
-    *accepted* ``None`` means the operator's fp32 probe (in ``FP32_PROBES``), which the fp32 column checks.
+
+def probe(probes: list[tuple[Claim, Probe]], runtime, *, side_by_side: bool = True, finding: bool = False,
+          retry_alone: bool = True, half: bool = False, dynamic_shapes: bool = False,
+          lower_only: bool = False) -> list[ProbeResult]:
+    """Lower, run and judge each ``(claim, probe)`` of *probes* on *runtime* (an ``executorch.runtime.Runtime``).
+
+    The engine of this module. *side_by_side*: several probes in one program (:func:`programs`), else
+    one program per probe, lowered once for claims that share one (``quantize_affine``,
+    ``dequantize_affine`` and ``choose_qparams_affine`` all come from one dynamically quantized linear
+    layer). *retry_alone*: a claim not verified side by side is probed again alone, since another probe's
+    nodes may count against it. *finding*: judged by :func:`judge_finding`, else :func:`judge_runs`.
+    *half*: models and inputs in fp16, against fp32 eager on the same inputs; *dynamic_shapes*: dimension 0
+    of every input is one ``torch.export.Dim``, run at sizes 2 and 3; *lower_only*: lowered, not run.
     """
+    options = dict(half=half, dynamic_shapes=dynamic_shapes, lower_only=lower_only)
 
-    target: str
-    text: str
-    refused_form: str
-    refused: Callable[[], tuple]
-    accepted_form: str
-    accepted: Callable[[], tuple] | None = None
-    dynamic_shapes: bool = False  # the refused probe is exported with a dynamic batch dimension
+    def verdict(claim: Claim, runs: list[ProbeRun]) -> ProbeResult:
+        return judge_finding(claim, runs, dynamic_shapes) if finding else judge_runs(claim, runs)
+
+    found: dict[int, ProbeResult] = {}
+    shared: dict[tuple[Probe, str], list[ProbeRun]] = {}  # alone: the runs of a probe several claims share
+    for program in programs(probes, side_by_side):
+        if side_by_side:
+            runs = _lower_and_run({claim.target: build for claim, build in program}, runtime, **options)
+            found.update({id(pair): verdict(pair[0], runs[pair[0].target]) for pair in program})
+            continue
+        (claim, build), = program
+        key = (build, flow(claim.target))
+        if key not in shared:
+            shared[key] = _lower_and_run({claim.target: build}, runtime, **options)[claim.target]
+        found[id(program[0])] = verdict(claim, shared[key])
+    if side_by_side and retry_alone:
+        for pair in probes:
+            if not found[id(pair)].verified:
+                found[id(pair)] = probe([pair], runtime, side_by_side=False, finding=finding, **options)[0]
+    return [found[id(pair)] for pair in probes]
 
 
-def _weight_input(fn, *shape):
-    """A probe whose weight is a second program input instead of a constant."""
-    return _fn(fn, _img if len(shape) == 4 or fn is F.prelu else _vec, lambda: torch.randn(shape) * 0.2)
+def run_probe(claim: Claim, runtime, build: Probe | None = None) -> ProbeResult:
+    """Lower, run and check the probe of *claim* alone on *runtime* (an ``executorch.runtime.Runtime``).
 
-
-def _half(target):
-    return lambda: (lambda model, inputs: (model.half(), tuple(x.half() for x in inputs)))(*FP32_PROBES[target]())
-
-
-#: The conditions of the installed configs' ``check_constraints``, each with probes.
-CONDITIONS = [
-    Condition("add.Tensor", "alpha must be 1", "alpha=2", _fn(lambda a, b: torch.add(a, b, alpha=2), _vec, _vec),
-              "alpha=1"),
-    Condition("sub.Tensor", "alpha must be 1", "alpha=2", _fn(lambda a, b: torch.sub(a, b, alpha=2), _vec, _vec),
-              "alpha=1"),
-    Condition("pow.Tensor_Scalar", "the exponent must be the integer 2", "x**4", _fn(lambda x: x**4, _vec), "x**2"),
-    Condition("max_pool2d.default", "stride at most the kernel size", "kernel 2, stride 3",
-              _fn(lambda x: F.max_pool2d(x, 2, stride=3), _img), "kernel 2, stride 2"),
-    Condition("max_pool2d.default", "ceil_mode only with static shapes", "ceil_mode, dynamic batch",
-              _fn(lambda x: F.max_pool2d(x, 3, 2, ceil_mode=True), _img), "ceil_mode, static shapes",
-              _fn(lambda x: F.max_pool2d(x, 3, 2, ceil_mode=True), _img), dynamic_shapes=True),
-    Condition("avg_pool2d.default", "no ceil_mode", "ceil_mode=True",
-              _fn(lambda x: F.avg_pool2d(x, 3, 2, ceil_mode=True), _img), "ceil_mode=False"),
-    Condition("avg_pool2d.default", "padding only with count_include_pad=False", "padding 1, count_include_pad=True",
-              _fn(lambda x: F.avg_pool2d(x, 2, padding=1), _img), "padding 1, count_include_pad=False",
-              _fn(lambda x: F.avg_pool2d(x, 2, padding=1, count_include_pad=False), _img)),
-    Condition("avg_pool2d.default", "divisor_override only equal to the window size", "kernel 2, divisor_override=3",
-              _fn(lambda x: F.avg_pool2d(x, 2, divisor_override=3), _img), "kernel 2, divisor_override=4",
-              _fn(lambda x: F.avg_pool2d(x, 2, divisor_override=4), _img)),
-    Condition("_softmax.default", "over the last dimension only", "dim=0",
-              _fn(lambda x: torch.softmax(x, dim=0), _vec), "dim=-1"),
-    Condition("mean.dim", "4-D input only", "3-D input", _fn(lambda x: x.mean(dim=-1, keepdim=True), _vec),
-              "4-D input"),
-    Condition("mean.dim", "over dimensions 2 and 3 only", "dims (1, 2)",
-              _fn(lambda x: x.mean(dim=(1, 2), keepdim=True), _img), "dims (2, 3)"),
-    Condition("mean.dim", "keepdim=True only", "keepdim=False", _fn(lambda x: x.mean(dim=(2, 3)), _img),
-              "keepdim=True"),
-    Condition("max.dim", "4-D input only", "2-D input", _fn(lambda x: torch.max(x, dim=1, keepdim=True)[0], _vec),
-              "4-D input"),
-    Condition("max.dim", "values only, not indices", "indices used", _fn(lambda x: torch.max(x, dim=3), _img),
-              "values only"),
-    Condition("slice_copy.Tensor", "step 1 only", "x[:, ::2]", _fn(lambda x: x[:, ::2], _vec), "x[:, 2:10]"),
-    Condition("slice_copy.Tensor", "static shapes only", "dynamic batch", _fn(lambda x: x[:, 2:10], _vec),
-              "static shapes", dynamic_shapes=True),
-    Condition("view_copy.default", "static target shape only", "reshape to 2*batch rows",
-              DYNAMIC_PROBES["view_copy.default"], "static shapes", dynamic_shapes=True),
-    Condition("upsample_bilinear2d.vec", "static output size only", "dynamic batch",
-              FP32_PROBES["upsample_bilinear2d.vec"], "static shapes", dynamic_shapes=True),
-    Condition("constant_pad_nd.default", "no negative padding", "padding -1",
-              _fn(lambda x: F.pad(x, (-1, -1, -1, -1)), _img), "padding 1"),
-    Condition("unsqueeze_copy.default", "on the trailing dimension only", "unsqueeze(0)",
-              _fn(lambda x: x.unsqueeze(0), _vec), "unsqueeze(-1)"),
-    Condition("_to_dim_order_copy.default", "no dtype conversion", "fp32 to fp16",
-              _fn(lambda x: x.to(torch.float16), _img), "dim order only"),
-    Condition("_clone_dim_order.default", "keeps the dim order", "clone to channels_last",
-              _fn(lambda x: x.clone(memory_format=torch.channels_last), _img), "plain clone"),
-    Condition("convolution.default", "constant weight", "weight as input",
-              _weight_input(lambda x, w: F.conv2d(x, w, padding=1), 6, 4, 3, 3), "weight a parameter"),
-    Condition("convolution.default", "1-D or 2-D only", "Conv3d",
-              lambda: (torch.nn.Conv3d(2, 2, 1), (torch.randn(1, 2, 2, 4, 4),)), "Conv2d"),
-    Condition("linear.default", "constant weight", "weight as input", _weight_input(F.linear, 8, 16),
-              "weight a parameter"),
-    Condition("prelu.default", "constant weight", "weight as input", _weight_input(F.prelu, 4),
-              "weight a parameter"),
-    Condition("gelu.default", "fp32 only, not fp16", "fp16", _half("gelu.default"), "fp32"),
-]
+    *build* replaces the registered probe: a function returning ``(model, inputs)`` (for int8,
+    ``(model, inputs, output_scale)``).
+    """
+    build = build or probe_for(claim)
+    if build is None:
+        return ProbeResult(claim, NO_PROBE, "this guide has no probe model for it yet")
+    return probe([(claim, build)], runtime, side_by_side=False)[0]
 
 
 @dataclass
@@ -684,32 +436,54 @@ class ConditionResult:
                 f"{c.accepted_form}: {self.accepted.cell()})")
 
 
-def _rounds(conditions: list[Condition]) -> list[list[Condition]]:
-    """*conditions* in rounds with at most one condition per operator, so that each round is one lowering."""
-    rounds: list[list[Condition]] = []
-    for condition in conditions:
-        free = next((r for r in rounds if all(c.target != condition.target for c in r)), None)
-        free.append(condition) if free is not None else rounds.append([condition])
-    return rounds
+@dataclass
+class Survey:
+    """Every result of the operator support table (:func:`survey`)."""
+
+    claims: list[ProbeResult]  # one per claim, in the order of :func:`claims`
+    extra: dict[str, list[ProbeResult]]  # per extra column, one per operator with an fp32 claim
+    conditions: list[ConditionResult]  # one per condition of ``CONDITIONS``
 
 
-def run_conditions(runtime, fp32_results: list[ProbeResult]) -> list[ConditionResult]:
-    """Probe every condition of ``CONDITIONS``; accepted forms that are the fp32 probe reuse *fp32_results*."""
+def survey(runtime) -> Survey:
+    """Probe everything the operator support table shows on *runtime* (an ``executorch.runtime.Runtime``).
 
-    def probe(conditions: list[Condition], form: str, lower_only: bool = False, dynamic_shapes: bool = False) -> dict:
-        found = {}
-        for group in _rounds(conditions):
-            runs = _lower_and_run({c.target: getattr(c, form) for c in group}, runtime, lower_only=lower_only,
-                                  dynamic_shapes=dynamic_shapes)
-            found.update({id(c): _judge_runs(Claim(c.target, "", FP32), runs[c.target], dynamic_shapes) for c in group})
-        return found
+    fp32 claims and the extra columns side by side; int8 claims alone (each is its own quantized
+    program); conditions' refused forms lowered only, their accepted forms run, side by side without
+    retries; an accepted form that is the fp32 probe reuses that claim's result.
+    """
+    every = claims()
+    fp32 = [(c, models.FP32_PROBES[c.target]) for c in every if c.precision == FP32 and c.target in models.FP32_PROBES]
+    quantized = [(c, probe_for(c)) for c in every if c.precision != FP32 and probe_for(c) is not None]
+    judged = dict(zip((c for c, _ in fp32 + quantized),
+                      probe(fp32, runtime) + probe(quantized, runtime, side_by_side=False)))
+    results = [judged.get(c) or run_probe(c, runtime) for c in every]
 
-    refused = {**probe([c for c in CONDITIONS if not c.dynamic_shapes], "refused", lower_only=True),
-               **probe([c for c in CONDITIONS if c.dynamic_shapes], "refused", lower_only=True, dynamic_shapes=True)}
-    accepted = probe([c for c in CONDITIONS if c.accepted is not None], "accepted")
-    fp32 = {r.claim.target: r for r in fp32_results if r.claim.precision == FP32}
+    targets = [c.target for c in every if c.precision == FP32]
+    extra = {}
+    for column in EXTRA_COLUMNS:
+        dynamic_shapes = column == DYNAMIC_SHAPES
+        builds = {**models.FP32_PROBES, **models.DYNAMIC_PROBES} if dynamic_shapes else models.FP32_PROBES
+        pairs = [(Claim(t, "", column), builds[t]) for t in targets if t in builds]
+        found = dict(zip((c.target for c, _ in pairs), probe(pairs, runtime, finding=True, half=column == FP16,
+                                                             dynamic_shapes=dynamic_shapes)))
+        extra[column] = [found.get(t) or ProbeResult(Claim(t, "", column), NO_PROBE) for t in targets]
+
+    def forms(conditions: list[Condition], form: str, **options) -> list[ProbeResult]:
+        pairs = [(Claim(c.target, "", FP32), getattr(c, form)) for c in conditions]
+        return probe(pairs, runtime, finding=True, retry_alone=False, **options)
+
+    static = [c for c in models.CONDITIONS if not c.dynamic_shapes]
+    dynamic = [c for c in models.CONDITIONS if c.dynamic_shapes]
+    refused = dict(zip(map(id, static + dynamic), forms(static, "refused", lower_only=True)
+                       + forms(dynamic, "refused", lower_only=True, dynamic_shapes=True)))
+    with_accepted = [c for c in models.CONDITIONS if c.accepted is not None]
+    accepted = dict(zip(map(id, with_accepted), forms(with_accepted, "accepted")))
+    by_target = {r.claim.target: r for r in results if r.claim.precision == FP32}
     missing = ProbeResult(Claim("", "", FP32), NO_PROBE)
-    return [ConditionResult(c, refused[id(c)], accepted.get(id(c)) or fp32.get(c.target, missing)) for c in CONDITIONS]
+    conditions = [ConditionResult(c, refused[id(c)], accepted.get(id(c)) or by_target.get(c.target, missing))
+                  for c in models.CONDITIONS]
+    return Survey(results, extra, conditions)
 
 
 def table(results: list[ProbeResult], extra: dict[str, list[ProbeResult]] | None = None,
