@@ -39,7 +39,7 @@ def test_the_workflow_runs_the_readme_commands_and_caches_recipe_results():
     text = WORKFLOW.read_text()
     for command in ("make html SHARD=", "make merge-shards", "run: make html\n"):
         assert command in text, command
-    key = "hashFiles('requirements.txt', 'conf.py', 'snippets/**', 'xnnguide/**')"
+    key = "hashFiles('requirements.txt', 'conf.py', 'snippets/**', 'docs/build_steps/**', 'xnnguide/**')"
     assert text.count(f"recipes-${{{{ {key} }}}}") == 2, "both cache steps key recipe results by what invalidates them"
     assert "actions/deploy-pages@" in text and "github.ref == 'refs/heads/main'" in text
 

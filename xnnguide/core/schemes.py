@@ -20,6 +20,7 @@ import torch
 #: :func:`xnnguide.recipe_checks.quantization.record_min_sqnr`, which fails if the two ever differ.
 MIN_SQNR_DB = 10.0
 
+
 @dataclass(frozen=True)
 class Scheme:
     """A quantization scheme, and what it means for the flow that applies it and checks its program.
