@@ -49,12 +49,13 @@ def read(path: Path) -> dict[str, tuple[float, int]]:
 
 
 def recipes_run() -> str:
-    """How many recipes the last HTML build ran, from its summary."""
+    """How many recipes and build steps the last HTML build ran, from its summary."""
     summary = records_dir(GALLERY) / "build.json"
     if not summary.is_file():
         return "no build summary"
-    ran = json.loads(summary.read_text(encoding="utf-8"))["ran"]
-    return f"{len(ran)} recipe{'s' if len(ran) != 1 else ''} run"
+    found = json.loads(summary.read_text(encoding="utf-8"))
+    ran, steps = len(found["ran"]), len(found.get("build_steps", []))
+    return f"{ran} recipe{'s' if ran != 1 else ''} and {steps} build step{'s' if steps != 1 else ''} run"
 
 
 def change(seconds: float, reference: float) -> str:
