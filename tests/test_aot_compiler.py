@@ -195,6 +195,16 @@ def test_help_lists_every_model_and_scheme(workdir):
         assert option in run.stdout
 
 
+def test_every_flag_the_guide_names_is_one_the_compiler_has():
+    # A flag renamed in the compiler, or misspelt in the guide's prose or commands, fails here at the guide's line.
+    offered = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", aot_compiler.build_parser().format_help()))
+    guide = DOCS / "guides" / "aot_compiler.md"
+    unknown = [f"{guide.relative_to(ROOT)}:{number}: the guide names {flag}, which `--help` does not list"
+               for number, line in enumerate(guide.read_text(encoding="utf-8").splitlines(), start=1)
+               for flag in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", line) if flag not in offered]
+    assert not unknown, "\n".join(unknown)
+
+
 def test_quantize_choices_are_the_quantization_module_schemes():
     # One implementation of the schemes: the CLI offers exactly what it defines.
     action = next(a for a in aot_compiler.build_parser()._actions if a.dest == "quantize")
