@@ -342,11 +342,11 @@ for passes in ([MyPass()], [OtherPass()]):
     edge = to_edge_transform_and_lower(program, transform_passes=passes, partitioner=[XnnpackPartitioner()])
 """, 1),
     "a deliberate baseline, exempted with a reason": ("""
-# doccheck: without-transform-passes reason="the baseline the page compares against"
+# Without transform_passes, on purpose: the baseline the page compares against.
 baseline = to_edge_transform_and_lower(program, partitioner=[XnnpackPartitioner()])
 """, 0),
     "an exemption without a reason": ("""
-baseline = to_edge_transform_and_lower(program, partitioner=[XnnpackPartitioner()])  # doccheck: without-transform-passes
+baseline = to_edge_transform_and_lower(program, partitioner=[XnnpackPartitioner()])  # without transform_passes, on purpose
 """, 1),
 }
 

@@ -82,6 +82,15 @@ def test_xnnguide_in_visible_code_or_prose_is_reported(tmp_path):
     assert all("mentions xnnguide" in problem for problem in problems)
 
 
+def test_a_comment_for_the_checker_in_visible_code_is_reported(tmp_path):
+    text = RECIPE.replace("import torch\n", "import torch\n# doccheck: without-transform-passes reason=\"x\"\n", 1)
+    problems = check([write(tmp_path, "marker.py", text)])
+    line = text.splitlines().index('# doccheck: without-transform-passes reason="x"') + 1
+    assert [problem.split(" — ")[0] for problem in problems] == [
+        f"{tmp_path / 'marker.py'}:{line}: reader code: a comment for the drift checker in code readers see: "
+        '# doccheck: without-transform-passes reason="x"']
+
+
 def test_unbalanced_ignore_blocks_are_an_error():
     with pytest.raises(ReaderCodeError, match=r":3: sphinx_gallery_start_ignore is never closed"):
         reader_lines("import torch\n\n# sphinx_gallery_start_ignore\nx = 1\n", "r.py")

@@ -37,6 +37,8 @@ _IGNORE = re.compile(r"^\s*#\s*sphinx_gallery_(start|end)_ignore\s*$")
 # Lines that configure the build, not the reader's program: sphinx-gallery's
 # in-file options, this site's declarations, region markers and gallery-only declarations.
 _SETTING = re.compile(r"^\s*#\s*(?:sphinx_gallery|xnnguide)_\w+\s*=.*$")
+# A comment addressed to the drift checker (xnnguide.doccheck), which readers must not get in their code.
+_CHECKER_MARKER = re.compile(r"^\s*#\s*doccheck\s*:", re.IGNORECASE)
 # An import of the package, in a code block or after a doctest prompt.
 _IMPORT = re.compile(rf"^\s*(?:(?:>>>|\.\.\.)\s+)?(?:from|import)\s+{PACKAGE}\b")
 _INCLUDE = re.compile(r"(?:^```+\s*\{literalinclude\}|^\s*\.\.\s+literalinclude::)\s*(\S+)")
@@ -98,6 +100,9 @@ def recipe_problems(path: Path, shown: str | None = None) -> list[str]:
     kept = {number for number, _ in lines}
     problems = [f"{shown}:{number}: reader code: mentions {PACKAGE}, which readers do not have: {line.strip()}"
                 for number, line in lines if PACKAGE in line]
+    problems += [f"{shown}:{number}: reader code: a comment for the drift checker in code readers see: "
+                 f"{line.strip()} — say it to the reader in plain words the checker also reads, or move it "
+                 "into an ignore block" for number, line in lines if _CHECKER_MARKER.match(line)]
     recipe = text.splitlines()
     for region in found.values():
         if hidden := next((n for n in range(region.start_line + 1, region.end_line) if n not in kept

@@ -4,7 +4,8 @@
 that may be XNNPACK's must get passes built with ``get_transform_passes(...)``; ``<edge>.to_backend(<XNNPACK
 partitioner>)`` must be reached from ``to_edge(...)`` through ``.transform(get_transform_passes(...))``.
 Names are followed through earlier assignments, loops and imports of the unit. A lowering without the passes
-on purpose says why on the call or right above it: ``# doccheck: without-transform-passes reason="..."``.
+on purpose says why, to the reader, in a comment on the call or right above it:
+``# Without transform_passes, on purpose: <why>``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from xnnguide.doccheck.pages import Finding, Unit
 
 NAME = "transform-passes"
 PASSES = "get_transform_passes"
-EXEMPTION = re.compile(r"#\s*doccheck:\s*without-transform-passes\b\s*(?:reason=(?P<reason>.*))?$")
+EXEMPTION = re.compile(r"#\s*without transform_passes, on purpose\b:?\s*(?P<reason>.*?)[\s.]*$", re.IGNORECASE)
 
 
 class Scope:
@@ -157,13 +158,13 @@ def _check_to_backend(call: ast.Call, scope: Scope, path: str) -> Finding | None
 
 
 def exemption(unit: Unit, node: ast.Call) -> tuple[int, str] | None:
-    """A ``# doccheck: without-transform-passes reason=...`` comment on the call or right above it."""
+    """A ``# Without transform_passes, on purpose: <why>`` comment on the call or right above it."""
     number = node.lineno - 1
     while 1 <= number <= len(unit.lines) and unit.lines[number - 1].strip().startswith("#"):
         number -= 1
     for number in range(number + 1, min(node.end_lineno or node.lineno, len(unit.lines)) + 1):
         if match := EXEMPTION.search(unit.lines[number - 1]):
-            return number, (match.group("reason") or "").strip().strip("\"'")
+            return number, match.group("reason").strip()
     return None
 
 
@@ -186,6 +187,6 @@ def check_unit(unit: Unit, exemptions: list[tuple[str, int, str]]) -> list[Findi
             exemptions.append((unit.path, node.lineno, exempt[1]))
         else:
             findings.append(finding if exempt is None else Finding(unit.path, exempt[0], NAME, "a without-transform-"
-                            "passes exemption without a reason", 'say why: # doccheck: without-transform-passes '
-                            'reason="..."'))
+                            "passes exemption without a reason", "say why: # Without transform_passes, on purpose: "
+                            "<why>"))
     return findings
