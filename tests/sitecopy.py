@@ -56,6 +56,12 @@ facts.record("cores", environment.describe()["cores"])
 facts.record("answer", 42, "forty-two")
 facts.record("omp_threads", os.environ.get("OMP_NUM_THREADS", "unset"))
 facts.record("torch_preloaded", "torch" in sys.modules)
+
+import warnings
+
+# What the libraries write to standard error stays off the page (xnnguide.site.recipe_output).
+print("[threadpool.cpp:66] a runtime log line", file=sys.stderr)
+warnings.warn("a library's warning")
 # sphinx_gallery_end_ignore
 '''
 

@@ -54,6 +54,12 @@ def test_a_cold_build_runs_each_recipe_exactly_once(built_copy):
     assert "forty-two" in (built_copy / "_build" / "html" / "notes.html").read_text()
 
 
+def test_a_recipe_page_shows_what_it_prints_and_not_what_goes_to_standard_error(built_copy):
+    page = (built_copy / "_build" / "html" / "gallery" / "tiny_alpha.html").read_text()
+    assert "4950" in page, "the recipe's printed output is missing from its page"
+    assert "a runtime log line" not in page and "a library&#39;s warning" not in page, "standard error on the page"
+
+
 def test_parallel_recipes_run_in_workers_with_their_hooks(built_copy):
     summary = build_summary(built_copy)
     assert summary["parallel"] == min(os.cpu_count() or 1, 4)

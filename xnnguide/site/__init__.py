@@ -10,6 +10,8 @@ Running the recipes:
   a crash fails that recipe only;
 * :mod:`.build_steps`: the build's work that is no example (the operator table's probes, the AOT compiler's
   transcripts), scripts in ``docs/build_steps/`` run in the same pool, recorded like recipes, out of the gallery;
+* :mod:`.recipe_output`: a recipe's page shows what it prints; the libraries' warnings and the runtime's
+  log go to the build's log;
 * :mod:`.runs`: run records, what each recipe leaves behind, written by the hook around its run;
 * :mod:`.build`: the start and the end of a build around the recipe runs: the cache, the executions log,
   the verdicts, shards.

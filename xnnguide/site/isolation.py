@@ -44,7 +44,7 @@ from sphinx_gallery.utils import get_md5sum
 from xnnguide.core import quiet
 from xnnguide.core.records import helper_modules, imported_modules, recipe_files, shown
 from xnnguide.core.results import failure_line
-from xnnguide.site import runs, scheduling
+from xnnguide.site import recipe_output, runs, scheduling
 
 #: How long after its time budget a child that did not stop itself is killed.
 GRACE_SECONDS = 30.0
@@ -94,6 +94,7 @@ def run(args: tuple[str, str, str, dict[str, Any]], beside_others: bool) -> Run:
 
 def _generate_file_rst(*args: Any) -> Any:
     # By this module's name the child finds it; sphinx-gallery's own is replaced by the pool's in the parent.
+    recipe_output.show_printed_output_only()
     return _original(*args)
 
 
