@@ -7,7 +7,8 @@
   (:mod:`.gallery_pages` puts one on every recipe's page); ``recipe-times``: every recipe's last run.
 
 Each one warns at its line when what it shows was not recorded, and makes the page depend on the files it
-read, so the page is read again when a recipe records anew. :func:`rst_table` builds their tables (and the
+read, so the page is read again when a recipe records anew. A fact or quote that ends its own sentence must
+not be followed by the page's full stop (:func:`doubled_stops`). :func:`rst_table` builds their tables (and the
 execution ledger's, :mod:`.ledger`).
 """
 
@@ -20,6 +21,7 @@ from typing import Any
 
 from docutils import nodes
 from docutils.parsers.rst.directives import unchanged
+from docutils.utils import get_source_line
 from sphinx.application import Sphinx
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
@@ -181,6 +183,34 @@ def verified_stamp(self: SphinxDirective) -> list[nodes.Node]:
     return [nodes.container("", nodes.paragraph(text=text), classes=["xnnguide-stamp"])]
 
 
+_ENDS_SENTENCE = (".", "!", "?")
+
+
+def doubled_stops(doctree: nodes.Node) -> list[nodes.literal]:
+    """The facts and quoted messages that end their own sentence and that the page's prose ends again: a
+    recorded ``...is not registered.`` followed by the page's ``.`` reads ``registered..``."""
+    found = []
+    for literal in doctree.findall(nodes.literal):
+        if {"xnnguide-fact", "xnnguide-quote"} & set(literal["classes"]) and literal.astext().endswith(_ENDS_SENTENCE):
+            after = literal.next_node(nodes.Text, siblings=True, descend=False, ascend=False)
+            if isinstance(after, nodes.Text) and after.astext().startswith("."):
+                found.append(literal)
+    return found
+
+
+def _warn_doubled_stops(app: Sphinx, doctree: nodes.document) -> None:
+    for literal in doubled_stops(doctree):
+        source, line = get_source_line(literal)
+        if line and source and Path(source).is_file():  # the paragraph's first line: find the quote's own
+            lines = Path(source).read_text(encoding="utf-8").splitlines()
+            quoted = "`" + literal.rawsource.partition("`")[2] + "."  # the role's target and the stop after it
+            line = next((number for number in range(line, min(line + 20, len(lines)) + 1)
+                         if quoted in lines[number - 1]), line)
+        logger.warning("a full stop after %r, which ends its own sentence; drop the page's full stop",
+                       literal.astext()[-40:], location=f"{source}:{line}" if line else literal, type="xnnguide",
+                       subtype="punctuation")
+
+
 def register(app: Sphinx) -> None:
     """Add the roles and directives (called by :func:`xnnguide.site.setup`)."""
     app.add_role("fact", FactRole())
@@ -190,3 +220,4 @@ def register(app: Sphinx) -> None:
     app.add_directive("fact-block", _directive(fact_block, language=unchanged))
     app.add_directive("verified-stamp", _directive(verified_stamp))
     app.add_directive("recipe-times", _directive(recipe_times, arguments=0))
+    app.connect("doctree-read", _warn_doubled_stops)
