@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import GALLERY, SNIPPETS, page_text, recipe, shown_facts, table_rows
+from conftest import GALLERY, SNIPPETS, page_text, recipe, shown_facts, soup, table_rows
 from xnnguide.core import facts
 from xnnguide.core.records import recipe_files, records_dir
 
@@ -98,3 +98,26 @@ def test_the_tutorial_installs_exactly_the_pinned_releases():
                 for name, version in asked.items() if pins.get(name) != version]
     problems += [f"{name} is missing" for name in ("torch", "torchvision", "executorch", "torchao") if name not in asked]
     assert not problems, f"{page.relative_to(ROOT)}:{number}: the install line drifted: " + "; ".join(problems)
+
+
+def _sidebar_entries(page) -> list[str]:
+    navigation = soup(page).find("nav", class_="bd-docs-nav")
+    return [" ".join(link.get_text().split()) for link in navigation.find_all("a")]
+
+
+@pytest.mark.build
+def test_the_readers_navigation_names_each_page_once_and_leaves_contributing_out(built_site):
+    for page in (built_site / "index.html", built_site / "guides" / "quantization.html",
+                 built_site / "contributing" / "index.html"):
+        entries = _sidebar_entries(page)
+        assert entries, f"{page}: no sidebar"
+        twice = sorted({entry for entry in entries if entries.count(entry) > 1})
+        assert not twice, f"{page.relative_to(built_site)}: the sidebar names {twice} twice"
+        assert not [entry for entry in entries if "Contributing" in entry], f"{page}: Contributing in the sidebar"
+
+
+@pytest.mark.build
+def test_next_from_the_tutorial_is_a_guide_and_the_landing_page_links_contributing(built_site):
+    following = soup(built_site / TUTORIAL).find("a", class_="right-next")
+    assert following is not None and following["href"].startswith("../guides/"), following
+    assert soup(built_site / "index.html").find("a", href="contributing/index.html"), "no link to Contributing"
