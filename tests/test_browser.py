@@ -393,3 +393,31 @@ def test_gallery_index_shows_every_recipe_with_a_thumbnail(tab):
     linked = sorted(Path(unquote(thumb["href"])).stem for thumb in thumbnails)
     assert linked == recipes, (linked, recipes)
     assert all(thumb["width"] > 0 for thumb in thumbnails), thumbnails
+
+
+# ---------------------------------------------------------------- on a phone's width
+
+PHONE_PAGES = ["index.html", "guides/quantization.html", "reference/operators.html"]
+
+# A table is clipped when a box around it hides what overflows (overflow hidden or clip) and the table runs
+# past that box's right edge: the reader can neither see nor scroll to those columns.
+CLIPPED_TABLES = """() => [...document.querySelectorAll('article table')].flatMap((table, index) => {
+    const right = table.getBoundingClientRect().right;
+    for (let box = table.parentElement; box && box !== document.body; box = box.parentElement) {
+        const style = getComputedStyle(box);
+        if (['auto', 'scroll'].includes(style.overflowX)) return [];  // the reader scrolls it
+        if (['hidden', 'clip'].includes(style.overflowX) && right > box.getBoundingClientRect().right + 1)
+            return [`table ${index + 1} (${table.rows[0]?.innerText.split('\\t').slice(0, 3).join(' | ')}...)`];
+    }
+    return right > window.innerWidth + 1 ? [`table ${index + 1} runs off the page`] : [];
+})"""
+
+
+@pytest.mark.parametrize("page_path", PHONE_PAGES)
+def test_at_400_px_the_page_does_not_scroll_sideways_and_no_table_is_clipped(tab, page_path):
+    tab.page.set_viewport_size({"width": 400, "height": 800})
+    tab.goto(page_path)
+    screenshot(tab.page, f"400px__{slug(page_path)}")
+    wide = tab.page.evaluate("document.documentElement.scrollWidth")
+    assert wide <= 400, f"{page_path}: at 400 px the page is {wide} px wide and scrolls sideways"
+    assert tab.page.evaluate(CLIPPED_TABLES) == [], f"{page_path}: tables cut off at 400 px"

@@ -123,3 +123,13 @@ def test_a_region_that_shows_an_ignore_block_is_reported(tmp_path):
     line = text.splitlines().index("# sphinx_gallery_start_ignore") + 1
     assert problems == [f"{tmp_path / 'region.py'}:{line}: reader code: region 'model' shows a line of the site's own "
                         "(an ignore block or a build comment): # sphinx_gallery_start_ignore"]
+
+
+def test_a_code_line_wider_than_88_columns_is_reported_and_prose_is_not(tmp_path):
+    wide = "print(" + repr("x" * 90) + ")"
+    prose = "# %%\n# " + "A sentence of prose that runs on " * 4 + "\n"
+    text = RECIPE.replace("print(model(", prose + wide + "\nprint(model(", 1)
+    problems = check([write(tmp_path, "wide.py", text)])
+    line = text.splitlines().index(wide) + 1
+    assert problems == [f"{tmp_path / 'wide.py'}:{line}: reader code: {len(wide)} columns, wider than 88: "
+                        f"{wide[:60]}"]

@@ -32,8 +32,20 @@ import sysconfig
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-modules = ["argparse", "calendar", "dataclasses", "enum", "fractions", "functools",
-           "inspect", "shutil", "statistics", "string", "textwrap", "typing"]
+modules = [
+    "argparse",
+    "calendar",
+    "dataclasses",
+    "enum",
+    "fractions",
+    "functools",
+    "inspect",
+    "shutil",
+    "statistics",
+    "string",
+    "textwrap",
+    "typing",
+]
 library = pathlib.Path(sysconfig.get_paths()["stdlib"])
 text = "".join((library / f"{name}.py").read_text(encoding="utf-8") for name in modules)
 split = int(0.9 * len(text))
@@ -42,10 +54,15 @@ train_text, held_out_text = text[:split], text[split:]
 tokenizer = Tokenizer(models.BPE())
 tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
 tokenizer.decoder = decoders.ByteLevel()
-tokenizer.train_from_iterator([train_text], trainers.BpeTrainer(
-    vocab_size=512, special_tokens=["<|bos|>", "<|eos|>"],
-    initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
-))
+tokenizer.train_from_iterator(
+    [train_text],
+    trainers.BpeTrainer(
+        vocab_size=512,
+        special_tokens=["<|bos|>", "<|eos|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    ),
+)
 work = pathlib.Path("tiny_llama")
 work.mkdir(exist_ok=True)
 tokenizer.save(str(work / "tokenizer.json"))
@@ -67,22 +84,37 @@ from executorch.examples.models.llama.llama_transformer import construct_transfo
 from executorch.examples.models.llama.model_args import ModelArgs
 
 CONTEXT, STEPS, BATCH = 64, 400, 16
-params = {"dim": 64, "n_layers": 2, "n_heads": 4, "vocab_size": tokenizer.get_vocab_size(), "multiple_of": 32}
+params = {
+    "dim": 64,
+    "n_layers": 2,
+    "n_heads": 4,
+    "vocab_size": tokenizer.get_vocab_size(),
+    "multiple_of": 32,
+}
 (work / "params.json").write_text(json.dumps(params))
 
 torch.manual_seed(0)
 model = construct_transformer(
-    ModelArgs(**params, max_seq_len=CONTEXT, max_context_len=CONTEXT, generate_full_logits=True)
+    ModelArgs(
+        **params,
+        max_seq_len=CONTEXT,
+        max_context_len=CONTEXT,
+        generate_full_logits=True,
+    )
 )
 train_ids = torch.tensor(tokenizer.encode(train_text).ids)
 optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=3e-3, total_steps=STEPS)
+schedule = torch.optim.lr_scheduler.OneCycleLR(
+    optimizer, max_lr=3e-3, total_steps=STEPS
+)
 windows = torch.Generator().manual_seed(0)
 threads = torch.get_num_threads()
 torch.set_num_threads(1)  # one thread, fixed seeds: every build trains the same model
 started = time.perf_counter()
 for step in range(STEPS):
-    starts = torch.randint(0, len(train_ids) - CONTEXT - 1, (BATCH,), generator=windows)
+    starts = torch.randint(
+        0, len(train_ids) - CONTEXT - 1, (BATCH,), generator=windows
+    )
     inputs = torch.stack([train_ids[i : i + CONTEXT] for i in starts])
     targets = torch.stack([train_ids[i + 1 : i + CONTEXT + 1] for i in starts])
     loss = F.cross_entropy(model(inputs).flatten(0, 1), targets.flatten())
@@ -94,7 +126,10 @@ training_seconds = time.perf_counter() - started
 torch.set_num_threads(threads)
 model.eval().requires_grad_(False)
 torch.save(model.state_dict(), work / "tiny_llama.pth")
-print(f"{sum(p.numel() for p in model.parameters()):,} parameters, trained in {training_seconds:.0f} s")
+print(
+    f"{sum(p.numel() for p in model.parameters()):,} parameters, trained in "
+    f"{training_seconds:.0f} s"
+)
 # [end official_model]
 
 # %%
@@ -120,10 +155,15 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 common = [
-    "base.model_class=llama3_2", "base.params=params.json", "base.checkpoint=tiny_llama.pth",
-    "model.use_kv_cache=true", "model.use_sdpa_with_kv_cache=true",
-    f"export.max_seq_length={CONTEXT}", f"export.max_context_length={CONTEXT}",
-    "backend.xnnpack.enabled=true", "hydra.output_subdir=null",
+    "base.model_class=llama3_2",
+    "base.params=params.json",
+    "base.checkpoint=tiny_llama.pth",
+    "model.use_kv_cache=true",
+    "model.use_sdpa_with_kv_cache=true",
+    f"export.max_seq_length={CONTEXT}",
+    f"export.max_context_length={CONTEXT}",
+    "backend.xnnpack.enabled=true",
+    "hydra.output_subdir=null",
 ]
 GROUP_SIZE = 32
 scheme_options = {
@@ -131,8 +171,15 @@ scheme_options = {
     "8da4w": ["quantization.qmode=8da4w", f"quantization.group_size={GROUP_SIZE}"],
 }
 commands = {
-    name: [sys.executable, "-m", "executorch.extension.llm.export.export_llm", *common, *options,
-           f"export.output_name=tiny_llama_{name}", f"hydra.run.dir=logs/{name}"]
+    name: [
+        sys.executable,
+        "-m",
+        "executorch.extension.llm.export.export_llm",
+        *common,
+        *options,
+        f"export.output_name=tiny_llama_{name}",
+        f"hydra.run.dir=logs/{name}",
+    ]
     for name, options in scheme_options.items()
 }
 
@@ -144,7 +191,9 @@ def run_in_work(command):
 # One process per command, started now; the next section waits for them.
 started = time.perf_counter()
 pool = ThreadPoolExecutor()
-running = {name: pool.submit(run_in_work, command) for name, command in commands.items()}
+running = {
+    name: pool.submit(run_in_work, command) for name, command in commands.items()
+}
 programs = {name: str(work / f"tiny_llama_{name}.pte") for name in commands}
 # [end official_cli]
 
@@ -196,12 +245,16 @@ print(programs)
 # ``stats_callback`` with its timings once generation ends.
 
 # [start official_generate]
-import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401  (llama::custom_sdpa, llama::update_cache)
+# registers llama::custom_sdpa and llama::update_cache
+import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401
 from executorch.extension.llm.runner import GenerationConfig, TextLLMRunner
 
 prompt = "        if "
 greedy = GenerationConfig(temperature=0.0, echo=False, max_new_tokens=CONTEXT - 8)
-runners = {name: TextLLMRunner(path, str(work / "tokenizer.json")) for name, path in programs.items()}
+runners = {
+    name: TextLLMRunner(path, str(work / "tokenizer.json"))
+    for name, path in programs.items()
+}
 
 
 def generate(runner, config=greedy):
@@ -233,20 +286,32 @@ from executorch.runtime import Runtime
 WINDOWS = 16
 held_out_ids = torch.tensor(tokenizer.encode(held_out_text).ids)
 eval_windows = held_out_ids[: WINDOWS * CONTEXT].reshape(WINDOWS, CONTEXT)
-eval_bytes = sum(len(tokenizer.decode(window[1:].tolist()).encode()) for window in eval_windows)
+eval_bytes = sum(
+    len(tokenizer.decode(window[1:].tolist()).encode()) for window in eval_windows
+)
 
 
 def perplexity_per_byte(forward):
     nll = 0.0
     for window in eval_windows:
-        logits = torch.cat([forward(window[i : i + 1][None], torch.tensor([i])) for i in range(CONTEXT - 1)])
+        logits = torch.cat(
+            [
+                forward(window[i : i + 1][None], torch.tensor([i]))
+                for i in range(CONTEXT - 1)
+            ]
+        )
         nll += F.cross_entropy(logits, window[1:], reduction="sum").item()
     return math.exp(nll / eval_bytes)
 
 
-methods = {name: Runtime.get().load_program(path).load_method("forward") for name, path in programs.items()}
+methods = {
+    name: Runtime.get().load_program(path).load_method("forward")
+    for name, path in programs.items()
+}
 perplexities = {
-    name: perplexity_per_byte(lambda tokens, position: method.execute([tokens, position])[0])
+    name: perplexity_per_byte(
+        lambda tokens, position: method.execute([tokens, position])[0]
+    )
     for name, method in methods.items()
 }
 print({name: round(value, 3) for name, value in perplexities.items()})
@@ -285,7 +350,10 @@ def runner_speed(runner):
 
 speeds = {name: runner_speed(runner) for name, runner in runners.items()}
 for name, (first_token, tokens_per_second) in speeds.items():
-    print(f"{name}: first token after {first_token:.1f} ms, {tokens_per_second:,.0f} decode tokens/s")
+    print(
+        f"{name}: first token after {first_token:.1f} ms, {tokens_per_second:,.0f} "
+        "decode tokens/s"
+    )
 # [end official_speed]
 # sphinx_gallery_start_ignore
 held.release()
@@ -301,14 +369,18 @@ held.release()
 # uses it without importing ``custom_ops``. A fresh interpreter shows it,
 # and runs the program without the operator:
 
+
 # [start pitfall_custom_ops]
 def generate_without_import(path):
     script = (
         "from executorch.extension.llm.runner import GenerationConfig, TextLLMRunner\n"
         f"runner = TextLLMRunner({path!r}, {str(work / 'tokenizer.json')!r})\n"
-        f"runner.generate({prompt!r}, GenerationConfig(temperature=0.0, max_new_tokens=4))\n"
+        f"runner.generate({prompt!r}, GenerationConfig(temperature=0.0, "
+        "max_new_tokens=4))\n"
     )
-    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True
+    )
 
 
 missing_op = generate_without_import(programs["fp32"])
@@ -329,7 +401,9 @@ from executorch.examples.models.llama.export_llama_lib import _get_output_filena
 
 named = copy.deepcopy(config)
 named.export.output_name = "tiny_llama.pte"
-output_name_path = _get_output_filename(named, "llama3_2", named.export.output_dir, None)
+output_name_path = _get_output_filename(
+    named, "llama3_2", named.export.output_dir, None
+)
 print(output_name_path)
 # [end pitfall_output_name]
 
@@ -344,12 +418,24 @@ import tempfile
 empty = pathlib.Path(tempfile.mkdtemp())
 (empty / "params.json").write_text(json.dumps({**params, "max_seq_len": CONTEXT}))
 failed = subprocess.run(
-    [sys.executable, "-m", "executorch.extension.llm.export.export_llm", "base.model_class=llama3_2",
-     "base.params=params.json", f"base.checkpoint={(work / 'tiny_llama.pth').resolve()}"],
-    cwd=empty, capture_output=True, text=True,
+    [
+        sys.executable,
+        "-m",
+        "executorch.extension.llm.export.export_llm",
+        "base.model_class=llama3_2",
+        "base.params=params.json",
+        f"base.checkpoint={(work / 'tiny_llama.pth').resolve()}",
+    ],
+    cwd=empty,
+    capture_output=True,
+    text=True,
 )
-error_line = next(line for line in failed.stderr.splitlines() if line.startswith("TypeError"))
-left_behind = sorted(str(path.relative_to(empty)) for path in empty.rglob("*") if path.is_file())
+error_line = next(
+    line for line in failed.stderr.splitlines() if line.startswith("TypeError")
+)
+left_behind = sorted(
+    str(path.relative_to(empty)) for path in empty.rglob("*") if path.is_file()
+)
 print(failed.returncode, error_line)
 print(left_behind)
 # [end pitfall_params]
@@ -360,7 +446,10 @@ print(left_behind)
 
 # [start pitfall_generation_defaults]
 defaults = GenerationConfig()
-print(f"temperature {defaults.temperature:.1f}, echo {defaults.echo}, max_new_tokens {defaults.max_new_tokens}")
+print(
+    f"temperature {defaults.temperature:.1f}, echo {defaults.echo}, max_new_tokens "
+    f"{defaults.max_new_tokens}"
+)
 sampled = generate(runners["fp32"], GenerationConfig(max_new_tokens=CONTEXT - 8))
 print(sampled)
 # [end pitfall_generation_defaults]
@@ -386,14 +475,21 @@ def greedy_tokens(forward, steps):
 
 steps = greedy.max_new_tokens
 # fp32: the runner's greedy text is the trained model's, recomputed over the whole sequence each step.
-eager_fp32 = tokenizer.decode(greedy_tokens(lambda ids: model(torch.tensor([ids]))[0, -1], steps))
+eager_fp32 = tokenizer.decode(
+    greedy_tokens(lambda ids: model(torch.tensor([ids]))[0, -1], steps)
+)
 assert generated["fp32"] == eager_fp32, (generated["fp32"], eager_fp32)
-assert generated["fp32, no custom SDPA"] == eager_fp32, generated["fp32, no custom SDPA"]
+assert generated["fp32, no custom SDPA"] == eager_fp32, generated[
+    "fp32, no custom SDPA"
+]
 # 8da4w: the exporter's own eager model (its source transforms: quantization, custom SDPA, KV cache),
 # stepped one token at a time like the runner.
 quantized_config = copy.deepcopy(config)
 quantized_config.model.use_sdpa_with_kv_cache = True
-quantized_config.quantization.qmode, quantized_config.quantization.group_size = "8da4w", GROUP_SIZE
+quantized_config.quantization.qmode, quantized_config.quantization.group_size = (
+    "8da4w",
+    GROUP_SIZE,
+)
 quantized = _prepare_for_llama_export(quantized_config).model.eval()
 
 
@@ -404,44 +500,90 @@ def greedy_with_cache(module, steps):
         logits = module(torch.tensor([tokens]), {"input_pos": torch.tensor([0])})
         for _ in range(steps):
             tokens.append(int(logits[0].argmax()))
-            logits = module(torch.tensor([tokens[-1:]]), {"input_pos": torch.tensor([len(tokens) - 1])})
+            logits = module(
+                torch.tensor([tokens[-1:]]),
+                {"input_pos": torch.tensor([len(tokens) - 1])},
+            )
     return tokens[-steps:]
 
 
 eager_8da4w_ids = greedy_with_cache(quantized, steps)
 # How many of eager's greedy tokens the runner's text reproduces before the first difference.
-agreement = next((k for k in range(steps) if not generated["8da4w"].startswith(tokenizer.decode(eager_8da4w_ids[: k + 1]))), steps)
-assert agreement == steps, (agreement, generated["8da4w"], tokenizer.decode(eager_8da4w_ids))
+agreement = next(
+    (
+        k
+        for k in range(steps)
+        if not generated["8da4w"].startswith(tokenizer.decode(eager_8da4w_ids[: k + 1]))
+    ),
+    steps,
+)
+assert agreement == steps, (
+    agreement,
+    generated["8da4w"],
+    tokenizer.decode(eager_8da4w_ids),
+)
 
 # Perplexity: the fp32 .pte is the eager model's, on the same windows; 8da4w stays close to fp32.
 with torch.no_grad():
     eager_logits = model(eval_windows[:, :-1])
-eager_perplexity = math.exp(F.cross_entropy(eager_logits.flatten(0, 1), eval_windows[:, 1:].flatten(),
-                                            reduction="sum").item() / eval_bytes)
+eager_perplexity = math.exp(
+    F.cross_entropy(
+        eager_logits.flatten(0, 1), eval_windows[:, 1:].flatten(), reduction="sum"
+    ).item()
+    / eval_bytes
+)
 PERPLEXITY_RTOL = 1e-4  # the fp32 programs against eager fp32
 QUANTIZED_PERPLEXITY_BOUND = 1.1  # 8da4w against fp32
-assert abs(perplexities["fp32"] / eager_perplexity - 1) < PERPLEXITY_RTOL, (perplexities, eager_perplexity)
-assert perplexities["8da4w"] < QUANTIZED_PERPLEXITY_BOUND * perplexities["fp32"], perplexities
-assert abs(perplexities["fp32, no custom SDPA"] / perplexities["fp32"] - 1) < PERPLEXITY_RTOL, perplexities
+assert abs(perplexities["fp32"] / eager_perplexity - 1) < PERPLEXITY_RTOL, (
+    perplexities,
+    eager_perplexity,
+)
+assert perplexities["8da4w"] < QUANTIZED_PERPLEXITY_BOUND * perplexities["fp32"], (
+    perplexities
+)
+assert (
+    abs(perplexities["fp32, no custom SDPA"] / perplexities["fp32"] - 1)
+    < PERPLEXITY_RTOL
+), perplexities
 # The model has learned something: far better per byte than knowing only how often each byte occurs.
-counts = torch.bincount(torch.tensor(list(train_text.encode())), minlength=256).float() + 1
+counts = (
+    torch.bincount(torch.tensor(list(train_text.encode())), minlength=256).float() + 1
+)
 held_out_bytes = torch.tensor(list(held_out_text.encode()))
 unigram_perplexity = math.exp(-(counts / counts.sum()).log()[held_out_bytes].mean())
-assert perplexities["fp32"] < 0.6 * unigram_perplexity, (perplexities, unigram_perplexity)
+assert perplexities["fp32"] < 0.6 * unigram_perplexity, (
+    perplexities,
+    unigram_perplexity,
+)
 
 sizes = {name: os.path.getsize(path) for name, path in programs.items()}
 SIZE_BOUND = 0.5  # 8da4w's file against fp32's
 assert sizes["8da4w"] < SIZE_BOUND * sizes["fp32"], sizes
-assert export_seconds > 0 and all((work / "logs" / name / "export_llm.log").is_file() for name in commands)
-assert not (work / "outputs").exists() and not list(work.rglob(".hydra")), "hydra.output_subdir=null left .hydra"
+assert export_seconds > 0 and all(
+    (work / "logs" / name / "export_llm.log").is_file() for name in commands
+)
+assert not (work / "outputs").exists() and not list(work.rglob(".hydra")), (
+    "hydra.output_subdir=null left .hydra"
+)
 
 # The pitfalls are what the page says they are.
-assert missing_op.returncode != 0 and without_op.returncode == 0, (missing_op.stderr[-500:], without_op.stderr[-500:])
-missing_ops = sorted({line.split("] ")[-1].split()[-1] for line in missing_op.stderr.splitlines() if "Missing operator" in line})
+assert missing_op.returncode != 0 and without_op.returncode == 0, (
+    missing_op.stderr[-500:],
+    without_op.stderr[-500:],
+)
+missing_ops = sorted(
+    {
+        line.split("] ")[-1].split()[-1]
+        for line in missing_op.stderr.splitlines()
+        if "Missing operator" in line
+    }
+)
 assert "llama::custom_sdpa.out" in missing_ops, missing_ops
 raised_line = missing_op.stderr.strip().splitlines()[-1]
 assert output_name_path == "tiny_llama.pte", output_name_path
-assert pathlib.Path(programs["fp32, no custom SDPA"]).resolve().parent == work.resolve(), programs
+assert (
+    pathlib.Path(programs["fp32, no custom SDPA"]).resolve().parent == work.resolve()
+), programs
 # The runner keeps its cache and position between calls: without reset() the same prompt continues the last text.
 short = GenerationConfig(temperature=0.0, echo=False, max_new_tokens=8)
 texts = []
@@ -452,7 +594,10 @@ for reset_first in (True, False, True):
     runners["fp32"].generate(prompt, short, token_callback=pieces.append)
     texts.append("".join(pieces))
 assert texts[0] == texts[2] != texts[1], texts
-assert failed.returncode != 0 and "got multiple values for keyword argument 'max_seq_len'" in error_line
+assert (
+    failed.returncode != 0
+    and "got multiple values for keyword argument 'max_seq_len'" in error_line
+)
 assert any(name.startswith("outputs/") for name in left_behind), left_behind
 assert abs(defaults.temperature - 0.8) < 1e-6 and defaults.echo is True, defaults
 assert sampled.startswith(prompt), sampled
@@ -465,24 +610,44 @@ def fact_key(name):
 facts.record("modules", modules, ", ".join(modules))
 facts.record("vocab_size", tokenizer.get_vocab_size())
 facts.record("train_tokens", len(train_ids), f"{len(train_ids):,}")
-facts.record("bytes_per_token", len(train_text.encode()) / len(train_ids), f"{len(train_text.encode()) / len(train_ids):.2f}")
-facts.record("parameters", sum(p.numel() for p in model.parameters()), f"{sum(p.numel() for p in model.parameters()):,}")
+facts.record(
+    "bytes_per_token",
+    len(train_text.encode()) / len(train_ids),
+    f"{len(train_text.encode()) / len(train_ids):.2f}",
+)
+facts.record(
+    "parameters",
+    sum(p.numel() for p in model.parameters()),
+    f"{sum(p.numel() for p in model.parameters()):,}",
+)
 facts.record("params_json", params, json.dumps(params))
 facts.record("steps", STEPS)
 facts.record("group_size", GROUP_SIZE)
 facts.record("perplexity_rtol", PERPLEXITY_RTOL, f"{PERPLEXITY_RTOL:g}")
-facts.record("quantized_perplexity_margin", QUANTIZED_PERPLEXITY_BOUND - 1, f"{QUANTIZED_PERPLEXITY_BOUND - 1:.0%}")
+facts.record(
+    "quantized_perplexity_margin",
+    QUANTIZED_PERPLEXITY_BOUND - 1,
+    f"{QUANTIZED_PERPLEXITY_BOUND - 1:.0%}",
+)
 facts.record("size_bound", SIZE_BOUND, f"{SIZE_BOUND:.0%}")
 facts.record("batch", BATCH)
 facts.record("context", CONTEXT)
 facts.record("training_seconds", training_seconds, f"{training_seconds:.0f} s")
-facts.record("commands", commands, "\n".join(shlex.join(["python", *command[1:]]) for command in commands.values()))
+facts.record(
+    "commands",
+    commands,
+    "\n".join(shlex.join(["python", *command[1:]]) for command in commands.values()),
+)
 facts.record("export_seconds", export_seconds, f"{export_seconds:.0f} s")
 pool.shutdown()
 for name, size in sizes.items():
     facts.record(f"size_{fact_key(name)}", size, f"{size / 1024:,.0f} KiB")
 facts.record("prompt", prompt, repr(prompt))
-facts.record("generated_8da4w", prompt + generated["8da4w"], (prompt + generated["8da4w"]).replace("\n", "\u21b5"))
+facts.record(
+    "generated_8da4w",
+    prompt + generated["8da4w"],
+    (prompt + generated["8da4w"]).replace("\n", "\u21b5"),
+)
 facts.record("greedy_steps", steps)
 facts.record("agreement_8da4w", agreement, f"{agreement} of {steps}")
 facts.record("windows", WINDOWS)
@@ -497,14 +662,19 @@ facts.record("timing_hold", held.record())
 facts.record_table(
     "speeds",
     ["program", ".pte size", "time to first token (mean)", "decode tokens/s"],
-    [[name, f"{sizes[name] / 1024:,.0f} KiB", f"{first:.1f} ms", f"{speed:,.0f}"] for name, (first, speed) in speeds.items()],
+    [
+        [name, f"{sizes[name] / 1024:,.0f} KiB", f"{first:.1f} ms", f"{speed:,.0f}"]
+        for name, (first, speed) in speeds.items()
+    ],
 )
 for name, (first, speed) in speeds.items():
     facts.record(f"decode_{fact_key(name)}", speed, f"{speed:,.0f}")
 facts.record("missing_operators", missing_ops, " and ".join(missing_ops))
 facts.record("missing_operator_error", raised_line, raised_line)
 facts.record("output_name_path", output_name_path, output_name_path)
-facts.record("output_dir", named.export.output_dir, os.path.relpath(named.export.output_dir))
+facts.record(
+    "output_dir", named.export.output_dir, os.path.relpath(named.export.output_dir)
+)
 facts.record("max_seq_len_error", error_line, error_line)
 hydra_files = [name for name in left_behind if name != "params.json"]
 facts.record("hydra_left_behind", hydra_files, ", ".join(hydra_files))

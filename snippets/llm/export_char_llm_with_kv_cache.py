@@ -30,8 +30,20 @@ import sysconfig
 
 import torch
 
-modules = ["argparse", "calendar", "dataclasses", "enum", "fractions", "functools",
-           "inspect", "shutil", "statistics", "string", "textwrap", "typing"]
+modules = [
+    "argparse",
+    "calendar",
+    "dataclasses",
+    "enum",
+    "fractions",
+    "functools",
+    "inspect",
+    "shutil",
+    "statistics",
+    "string",
+    "textwrap",
+    "typing",
+]
 library = pathlib.Path(sysconfig.get_paths()["stdlib"])
 text = "".join((library / f"{name}.py").read_text(encoding="utf-8") for name in modules)
 data = torch.tensor(list(text.encode("ascii", errors="replace")))
@@ -88,7 +100,9 @@ class Attention(torch.nn.Module):
             self.k_cache.index_copy_(2, positions, k)
             self.v_cache.index_copy_(2, positions, v)
             mask = self.mask.narrow(0, start, length)
-            y = F.scaled_dot_product_attention(q, self.k_cache, self.v_cache, attn_mask=mask)
+            y = F.scaled_dot_product_attention(
+                q, self.k_cache, self.v_cache, attn_mask=mask
+            )
         return self.out(y.transpose(1, 2).reshape(batch, length, dim))
 
 
@@ -124,6 +138,8 @@ class CharLM(torch.nn.Module):
         for block in self.blocks:
             x = block(x, input_pos)
         return self.head(self.norm(x))
+
+
 # [end llm_model]
 
 # %%
@@ -143,13 +159,17 @@ STEPS, BATCH = 400, 16
 torch.manual_seed(0)
 model = CharLM()
 optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=3e-3, total_steps=STEPS)
+schedule = torch.optim.lr_scheduler.OneCycleLR(
+    optimizer, max_lr=3e-3, total_steps=STEPS
+)
 windows = torch.Generator().manual_seed(0)
 threads = torch.get_num_threads()
 torch.set_num_threads(1)
 started = time.perf_counter()
 for step in range(STEPS):
-    starts = torch.randint(0, len(train_data) - CONTEXT - 1, (BATCH,), generator=windows)
+    starts = torch.randint(
+        0, len(train_data) - CONTEXT - 1, (BATCH,), generator=windows
+    )
     inputs = torch.stack([train_data[i : i + CONTEXT] for i in starts])
     targets = torch.stack([train_data[i + 1 : i + CONTEXT + 1] for i in starts])
     loss = F.cross_entropy(model(inputs).flatten(0, 1), targets.flatten())
@@ -165,7 +185,9 @@ count = (len(held_out) - 1) // CONTEXT
 eval_inputs = held_out[: count * CONTEXT].reshape(count, CONTEXT)
 eval_targets = held_out[1 : count * CONTEXT + 1].reshape(count, CONTEXT)
 with torch.no_grad():
-    fp32_perplexity = math.exp(F.cross_entropy(model(eval_inputs).flatten(0, 1), eval_targets.flatten()))
+    fp32_perplexity = math.exp(
+        F.cross_entropy(model(eval_inputs).flatten(0, 1), eval_targets.flatten())
+    )
 print(f"trained in {training_seconds:.1f} s; held-out perplexity {fp32_perplexity:.2f}")
 # [end llm_train]
 
@@ -203,7 +225,9 @@ BITS = 4
 low_bits = getattr(torch, f"int{BITS}")
 schemes = {
     f"8da{BITS}w": (
-        Int8DynamicActivationIntxWeightConfig(weight_dtype=low_bits, weight_granularity=PerGroup(GROUP_SIZE)),
+        Int8DynamicActivationIntxWeightConfig(
+            weight_dtype=low_bits, weight_granularity=PerGroup(GROUP_SIZE)
+        ),
         IntxWeightOnlyConfig(weight_dtype=low_bits, granularity=PerGroup(GROUP_SIZE)),
     ),
     "int8 weight-only": (
@@ -219,7 +243,11 @@ quantized_models = {}
 for name, (linear_config, embedding_config) in schemes.items():
     quantized = copy.deepcopy(model)
     quantize_(quantized, linear_config)
-    quantize_(quantized, embedding_config, filter_fn=lambda module, fqn: isinstance(module, torch.nn.Embedding))
+    quantize_(
+        quantized,
+        embedding_config,
+        filter_fn=lambda module, fqn: isinstance(module, torch.nn.Embedding),
+    )
     quantized_models[name] = quantized
 # [end llm_quantize]
 
@@ -242,10 +270,15 @@ for name, (linear_config, embedding_config) in schemes.items():
 # verification, to save time; the outputs are checked below instead.
 
 # [start llm_export]
-import executorch.kernels.quantized  # noqa: F401  (embedding_4bit.out, embedding_byte.out)
+# registers embedding_4bit.out and embedding_byte.out
+import executorch.kernels.quantized  # noqa: F401
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 from executorch.backends.xnnpack.utils.configs import get_transform_passes
-from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge_transform_and_lower
+from executorch.exir import (
+    EdgeCompileConfig,
+    ExecutorchBackendConfig,
+    to_edge_transform_and_lower,
+)
 from executorch.exir.passes import MemoryPlanningPass
 from executorch.exir.passes.sym_shape_eval_pass import ConstraintBasedSymShapeEvalPass
 
@@ -255,7 +288,9 @@ dynamic_shapes = ({1: torch.export.Dim("tokens", min=1, max=CONTEXT)}, None)
 
 def lower_llm(module):
     with torch.no_grad():
-        exported = torch.export.export(module, example_inputs, dynamic_shapes=dynamic_shapes)
+        exported = torch.export.export(
+            module, example_inputs, dynamic_shapes=dynamic_shapes
+        )
     return to_edge_transform_and_lower(
         exported,
         transform_passes=get_transform_passes(),
@@ -281,7 +316,10 @@ def write_llm(edge_program, path, external_constants=False):
 edge_programs = {"fp32": lower_llm(model)}
 for name, quantized in quantized_models.items():
     edge_programs[name] = lower_llm(quantized)
-programs = {name: write_llm(edge, f"char_llm_{name.replace(' ', '_')}.pte") for name, edge in edge_programs.items()}
+programs = {
+    name: write_llm(edge, f"char_llm_{name.replace(' ', '_')}.pte")
+    for name, edge in edge_programs.items()
+}
 # [end llm_export]
 
 # %%
@@ -296,7 +334,9 @@ from executorch.runtime import Runtime
 
 runtime = Runtime.get()
 methods = {
-    name: runtime.load_program(f"char_llm_{name.replace(' ', '_')}.pte").load_method("forward")
+    name: runtime.load_program(f"char_llm_{name.replace(' ', '_')}.pte").load_method(
+        "forward"
+    )
     for name in programs
 }
 
@@ -307,7 +347,7 @@ def generate(forward, prompt, steps):
     for _ in range(steps):
         tokens.append(int(logits[0, -1].argmax()))
         logits = forward(torch.tensor([tokens[-1:]]), torch.tensor([len(tokens) - 1]))
-    return tokens[len(prompt):]
+    return tokens[len(prompt) :]
 
 
 def eager(module):
@@ -321,19 +361,30 @@ def on_runtime(method):
 prompt = "    def __init__(self"
 steps = CONTEXT - len(prompt)
 with torch.no_grad():
-    eager_tokens = {name: generate(eager(quantized_models.get(name, model)), prompt, steps) for name in programs}
-pte_tokens = {name: generate(on_runtime(method), prompt, steps) for name, method in methods.items()}
+    eager_tokens = {
+        name: generate(eager(quantized_models.get(name, model)), prompt, steps)
+        for name in programs
+    }
+pte_tokens = {
+    name: generate(on_runtime(method), prompt, steps)
+    for name, method in methods.items()
+}
 print(prompt + bytes(pte_tokens[f"8da{BITS}w"]).decode("ascii"))
 
 
 def agreement(tokens, reference):
     """How many greedy tokens agree before the first difference."""
-    return next((i for i, (a, b) in enumerate(zip(tokens, reference)) if a != b), len(reference))
+    return next(
+        (i for i, (a, b) in enumerate(zip(tokens, reference)) if a != b), len(reference)
+    )
 
 
 for name, tokens in pte_tokens.items():
-    print(f"{name}: {agreement(tokens, eager_tokens[name])} of {steps} tokens as its eager model, "
-          f"{agreement(tokens, eager_tokens['fp32'])} as eager fp32")
+    print(
+        f"{name}: {agreement(tokens, eager_tokens[name])} of {steps} tokens as its "
+        "eager model, "
+        f"{agreement(tokens, eager_tokens['fp32'])} as eager fp32"
+    )
 # [end llm_generate]
 
 # %%
@@ -365,11 +416,20 @@ MIN_SQNR_DB = 10.0  # the 8da4w .pte against its quantized eager model
 
 
 def perplexity(logits):
-    return F.cross_entropy(logits.flatten(0, 1), eval_targets[:WINDOWS].flatten()).exp().item()
+    return (
+        F.cross_entropy(logits.flatten(0, 1), eval_targets[:WINDOWS].flatten())
+        .exp()
+        .item()
+    )
 
 
 def pte_logits(method):
-    return torch.cat([method.execute([inputs[None], torch.tensor([0])])[0] for inputs in eval_inputs[:WINDOWS]])
+    return torch.cat(
+        [
+            method.execute([inputs[None], torch.tensor([0])])[0]
+            for inputs in eval_inputs[:WINDOWS]
+        ]
+    )
 
 
 def tokens_per_second(method):
@@ -381,7 +441,9 @@ def tokens_per_second(method):
         prefill.append(CONTEXT / (time.perf_counter() - started))
         started = time.perf_counter()
         for position in range(CONTEXT // 2, CONTEXT):
-            method.execute([prompt_tokens[:, position : position + 1], torch.tensor([position])])
+            method.execute(
+                [prompt_tokens[:, position : position + 1], torch.tensor([position])]
+            )
         decode.append((CONTEXT // 2) / (time.perf_counter() - started))
     return statistics.median(prefill), statistics.median(decode)
 
@@ -396,12 +458,23 @@ for name, method in methods.items():
         torch.testing.assert_close(pte_output, eager_output, atol=1e-4, rtol=0)
     elif name == f"8da{BITS}w":
         sqnr = compute_error(eager_output, pte_output).item()
-        assert sqnr >= MIN_SQNR_DB, f"{name}: SQNR {sqnr:.1f} dB against its eager model"
+        assert sqnr >= MIN_SQNR_DB, (
+            f"{name}: SQNR {sqnr:.1f} dB against its eager model"
+        )
     size = os.path.getsize(f"char_llm_{name.replace(' ', '_')}.pte")
-    results[name] = (perplexity(eager_output), perplexity(pte_output), *tokens_per_second(method), size)
+    results[name] = (
+        perplexity(eager_output),
+        perplexity(pte_output),
+        *tokens_per_second(method),
+        size,
+    )
     print(f"{name}: largest logit error against its eager model {errors[name]:.3g}")
-    print(f"{name}: perplexity eager {results[name][0]:.3f}, .pte {results[name][1]:.3f}; "
-          f"{results[name][2]:.0f} prefill and {results[name][3]:.0f} decode tokens/s; {size} bytes")
+    print(
+        f"{name}: perplexity eager {results[name][0]:.3f}, .pte "
+        f"{results[name][1]:.3f}; "
+        f"{results[name][2]:.0f} prefill and {results[name][3]:.0f} decode tokens/s; "
+        f"{size} bytes"
+    )
 # [end llm_measure]
 # sphinx_gallery_start_ignore
 held.release()
@@ -417,19 +490,26 @@ held.release()
 
 # [start llm_ptd]
 scheme = f"8da{BITS}w"
-split_program = write_llm(edge_programs[scheme], "char_llm_split.pte", external_constants=True)
+split_program = write_llm(
+    edge_programs[scheme], "char_llm_split.pte", external_constants=True
+)
 os.makedirs("char_llm_data", exist_ok=True)
 split_program.write_tensor_data_to_file("char_llm_data")
 data_file = os.path.join("char_llm_data", *os.listdir("char_llm_data"))
 print(data_file)
-split_method = runtime.load_program("char_llm_split.pte", data_path=data_file).load_method("forward")
+split_method = runtime.load_program(
+    "char_llm_split.pte", data_path=data_file
+).load_method("forward")
 
 check_tokens = eval_inputs[1][None]
 single_output = methods[scheme].execute([check_tokens, torch.tensor([0])])[0]
 split_output = split_method.execute([check_tokens, torch.tensor([0])])[0]
 torch.testing.assert_close(split_output, single_output, atol=0, rtol=0)
-print(f"single file: {os.path.getsize(f'char_llm_{scheme}.pte')} bytes; "
-      f"program {os.path.getsize('char_llm_split.pte')} + data {os.path.getsize(data_file)} bytes")
+print(
+    f"single file: {os.path.getsize(f'char_llm_{scheme}.pte')} bytes; "
+    f"program {os.path.getsize('char_llm_split.pte')} + data "
+    f"{os.path.getsize(data_file)} bytes"
+)
 # [end llm_ptd]
 
 # sphinx_gallery_start_ignore
@@ -441,15 +521,23 @@ facts.record("sqnr_scheme", sqnr, f"{sqnr:.1f} dB")
 
 # The group size must tile every quantized row, or quantize_ refuses the layer.
 widths = [m.in_features for m in model.modules() if isinstance(m, torch.nn.Linear)]
-assert all(width % GROUP_SIZE == 0 for width in widths + [model.embed.embedding_dim]), widths
+assert all(width % GROUP_SIZE == 0 for width in widths + [model.embed.embedding_dim]), (
+    widths
+)
 # The model has learned something: far better than a byte-frequency guess.
 counts = torch.bincount(train_data, minlength=VOCAB).float() + 1
 unigram_perplexity = math.exp(-(counts / counts.sum()).log()[held_out].mean())
 assert fp32_perplexity < 0.6 * unigram_perplexity, (fp32_perplexity, unigram_perplexity)
 assert abs(results["fp32"][1] / results["fp32"][0] - 1) < 1e-3
-assert agreement(pte_tokens["fp32"], eager_tokens["fp32"]) == steps, "fp32 .pte strays from eager fp32"
-assert os.path.getsize(f"char_llm_{scheme}.pte") < 0.5 * os.path.getsize("char_llm_fp32.pte")
-assert 0 < os.path.getsize(data_file) and os.path.getsize("char_llm_split.pte") < os.path.getsize(f"char_llm_{scheme}.pte")
+assert agreement(pte_tokens["fp32"], eager_tokens["fp32"]) == steps, (
+    "fp32 .pte strays from eager fp32"
+)
+assert os.path.getsize(f"char_llm_{scheme}.pte") < 0.5 * os.path.getsize(
+    "char_llm_fp32.pte"
+)
+assert 0 < os.path.getsize(data_file) and os.path.getsize(
+    "char_llm_split.pte"
+) < os.path.getsize(f"char_llm_{scheme}.pte")
 
 facts.record("train_tokens", len(train_data), f"{len(train_data):,}")
 facts.record("held_out_tokens", len(held_out), f"{len(held_out):,}")
@@ -459,7 +547,11 @@ facts.record("steps", STEPS)
 facts.record("batch", BATCH)
 facts.record("windows", WINDOWS)
 facts.record("window_tokens", WINDOWS * CONTEXT, f"{WINDOWS * CONTEXT:,}")
-facts.record("parameters", sum(p.numel() for p in model.parameters()), f"{sum(p.numel() for p in model.parameters()):,}")
+facts.record(
+    "parameters",
+    sum(p.numel() for p in model.parameters()),
+    f"{sum(p.numel() for p in model.parameters()):,}",
+)
 facts.record("training_seconds", training_seconds, f"{training_seconds:.0f} s")
 facts.record("fp32_perplexity", fp32_perplexity, f"{fp32_perplexity:.2f}")
 facts.record("unigram_perplexity", unigram_perplexity, f"{unigram_perplexity:.1f}")
@@ -476,26 +568,49 @@ differs_at = agreement(pte_tokens[scheme], eager_tokens[scheme])
 if differs_at < steps:
     prefix = list(prompt.encode("ascii")) + eager_tokens[scheme][:differs_at]
     with torch.no_grad():
-        top_two = quantized_models[scheme](torch.tensor([prefix]), torch.tensor([0]))[0, -1].topk(2).values
+        top_two = (
+            quantized_models[scheme](torch.tensor([prefix]), torch.tensor([0]))[0, -1]
+            .topk(2)
+            .values
+        )
     margin = float(top_two[0] - top_two[1])
     assert margin < 0.05 * float(top_two[0].abs()), (differs_at, margin, top_two)
-    facts.record("scheme_first_difference", differs_at + 1,
-                 f"at generated byte {differs_at + 1}, where eager's two most likely bytes score "
-                 f"{float(top_two[0]):.4f} and {float(top_two[1]):.4f}")
+    facts.record(
+        "scheme_first_difference",
+        differs_at + 1,
+        f"at generated byte {differs_at + 1}, where eager's two most likely bytes score "
+        f"{float(top_two[0]):.4f} and {float(top_two[1]):.4f}",
+    )
 else:
-    facts.record("scheme_first_difference", None, f"nowhere in its {steps} generated bytes")
+    facts.record(
+        "scheme_first_difference", None, f"nowhere in its {steps} generated bytes"
+    )
 rows = []
 for name, (eager_ppl, pte_ppl, prefill_speed, decode_speed, size) in results.items():
-    rows.append([
-        name, f"{size / 1024:.0f} KiB", f"{eager_ppl:.4g}", f"{pte_ppl:.4g}",
-        f"{agreement(pte_tokens[name], eager_tokens[name])} / {steps}",
-        f"{agreement(pte_tokens[name], eager_tokens['fp32'])} / {steps}",
-        f"{prefill_speed:,.0f}", f"{decode_speed:,.0f}",
-    ])
+    rows.append(
+        [
+            name,
+            f"{size / 1024:.0f} KiB",
+            f"{eager_ppl:.4g}",
+            f"{pte_ppl:.4g}",
+            f"{agreement(pte_tokens[name], eager_tokens[name])} / {steps}",
+            f"{agreement(pte_tokens[name], eager_tokens['fp32'])} / {steps}",
+            f"{prefill_speed:,.0f}",
+            f"{decode_speed:,.0f}",
+        ]
+    )
 facts.record_table(
     "results",
-    ["weights", ".pte size", "perplexity, eager", "perplexity, .pte", "greedy tokens as own eager",
-     "greedy tokens as eager fp32", "prefill tokens/s", "decode tokens/s"],
+    [
+        "weights",
+        ".pte size",
+        "perplexity, eager",
+        "perplexity, .pte",
+        "greedy tokens as own eager",
+        "greedy tokens as eager fp32",
+        "prefill tokens/s",
+        "decode tokens/s",
+    ],
     rows,
 )
 # Weight-only linear layers: the delegate gets the scales as inputs and its
@@ -503,13 +618,27 @@ facts.record_table(
 for name in results:
     if "weight-only" in name:
         assert errors[name] > 10 * max(errors["fp32"], errors[scheme]), (name, errors)
-        key = "error_int8_weight_only" if name.startswith("int8") else "error_low_weight_only"
+        key = (
+            "error_int8_weight_only"
+            if name.startswith("int8")
+            else "error_low_weight_only"
+        )
         facts.record(key, errors[name], f"{errors[name]:.0f}")
 facts.record("error_scheme", errors[scheme], f"{errors[scheme]:.2g}")
 facts.record("error_fp32", errors["fp32"], f"{errors['fp32']:.1g}")
-facts.record("size_single", os.path.getsize(f"char_llm_{scheme}.pte"), f"{os.path.getsize(f'char_llm_{scheme}.pte'):,} bytes")
-facts.record("size_program", os.path.getsize("char_llm_split.pte"), f"{os.path.getsize('char_llm_split.pte'):,} bytes")
-facts.record("size_data", os.path.getsize(data_file), f"{os.path.getsize(data_file):,} bytes")
+facts.record(
+    "size_single",
+    os.path.getsize(f"char_llm_{scheme}.pte"),
+    f"{os.path.getsize(f'char_llm_{scheme}.pte'):,} bytes",
+)
+facts.record(
+    "size_program",
+    os.path.getsize("char_llm_split.pte"),
+    f"{os.path.getsize('char_llm_split.pte'):,} bytes",
+)
+facts.record(
+    "size_data", os.path.getsize(data_file), f"{os.path.getsize(data_file):,} bytes"
+)
 facts.record("data_file", data_file, os.path.basename(data_file))
 # The comparison table of the language-model page: one row per program of each recipe.
 for name in ("fp32", scheme):

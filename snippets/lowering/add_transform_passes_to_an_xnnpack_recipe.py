@@ -53,10 +53,14 @@ from executorch.backends.xnnpack.recipes import XNNPackRecipeType
 from executorch.backends.xnnpack.utils.configs import get_transform_passes
 from executorch.export import ExportRecipe, export
 
-shipped = export(model, [example_inputs], ExportRecipe.get_recipe(XNNPackRecipeType.FP32))
+shipped = export(
+    model, [example_inputs], ExportRecipe.get_recipe(XNNPackRecipeType.FP32)
+)
 
 recipe = ExportRecipe.get_recipe(XNNPackRecipeType.FP32)
-recipe.lowering_recipe.edge_transform_passes = [lambda method_name, exported_program: get_transform_passes()]
+recipe.lowering_recipe.edge_transform_passes = [
+    lambda method_name, exported_program: get_transform_passes()
+]
 with_passes = export(model, [example_inputs], recipe)
 # [end add_passes]
 
@@ -83,9 +87,14 @@ with torch.no_grad():
 
 figures = {}
 for name, session in [("as shipped", shipped), ("with transform passes", with_passes)]:
-    info = session.get_stage_artifacts()[StageType.TO_EDGE_TRANSFORM_AND_LOWER].get_context("delegation_info")
-    outside = {op: b.non_delegated for op, b in sorted(info.delegation_by_operator.items())
-               if b.non_delegated and op != "getitem"}
+    info = session.get_stage_artifacts()[
+        StageType.TO_EDGE_TRANSFORM_AND_LOWER
+    ].get_context("delegation_info")
+    outside = {
+        op: b.non_delegated
+        for op, b in sorted(info.delegation_by_operator.items())
+        if b.non_delegated and op != "getitem"
+    }
     path = f"gated_mlp_recipe_{name.replace(' ', '_')}.pte"
     with open(path, "wb") as file:
         file.write(session.get_pte_buffer())
@@ -94,9 +103,10 @@ for name, session in [("as shipped", shipped), ("with transform passes", with_pa
     torch.testing.assert_close(output, eager_output, atol=1e-5, rtol=1e-5)
     figures[name] = {
         "XNNPACK subgraphs": info.num_delegated_subgraphs,
-        "outside XNNPACK": ", ".join(f"{op} ×{n}" for op, n in outside.items()) or "none",
+        "outside XNNPACK": ", ".join(f"{op} ×{n}" for op, n in outside.items())
+        or "none",
         "delegated / total nodes": f"{info.num_delegated_nodes} / "
-                                   f"{info.num_delegated_nodes + info.num_non_delegated_nodes}",
+        f"{info.num_delegated_nodes + info.num_non_delegated_nodes}",
         "max abs error": f"{(output - eager_output).abs().max().item():.1e}",
         ".pte bytes": f"{os.path.getsize(path):,}",
     }
@@ -107,16 +117,25 @@ for name, session in [("as shipped", shipped), ("with transform passes", with_pa
 from xnnguide.core import facts
 from xnnguide.core.delegation import delegate_calls
 
-assert eager_output.abs().max().item() > 0.05, "outputs too small for atol=1e-5 to mean anything"
+assert eager_output.abs().max().item() > 0.05, (
+    "outputs too small for atol=1e-5 to mean anything"
+)
 # The site's helpers read the delegates' own graphs, which serialisation leaves alone:
 # they must agree on the number of calls into XNNPACK.
-graphs = {name: s.get_edge_program_manager().exported_program().graph_module
-          for name, s in [("as shipped", shipped), ("with transform passes", with_passes)]}
+graphs = {
+    name: s.get_edge_program_manager().exported_program().graph_module
+    for name, s in [("as shipped", shipped), ("with transform passes", with_passes)]
+}
 for name, gm in graphs.items():
     assert figures[name]["XNNPACK subgraphs"] == delegate_calls(gm), name
 before, after = (
-    {op: b.non_delegated for op, b in s.get_stage_artifacts()[StageType.TO_EDGE_TRANSFORM_AND_LOWER]
-     .get_context("delegation_info").delegation_by_operator.items() if b.non_delegated}
+    {
+        op: b.non_delegated
+        for op, b in s.get_stage_artifacts()[StageType.TO_EDGE_TRANSFORM_AND_LOWER]
+        .get_context("delegation_info")
+        .delegation_by_operator.items()
+        if b.non_delegated
+    }
     for s in (shipped, with_passes)
 )
 # The gap this page is about: the shipped recipe leaves the no-op expand outside
@@ -124,19 +143,37 @@ before, after = (
 # executorch's recipe runs the passes itself, the first assert fails.
 assert before.get("aten_expand_copy_default") == 1, before
 assert set(after) <= {"getitem"}, after
-assert figures["with transform passes"]["XNNPACK subgraphs"] < figures["as shipped"]["XNNPACK subgraphs"], figures
-assert ExportRecipe.get_recipe(XNNPackRecipeType.FP32).lowering_recipe.edge_transform_passes is None, \
-    "setting the field on one recipe changed the next get_recipe's"
+assert (
+    figures["with transform passes"]["XNNPACK subgraphs"]
+    < figures["as shipped"]["XNNPACK subgraphs"]
+), figures
+assert (
+    ExportRecipe.get_recipe(
+        XNNPackRecipeType.FP32
+    ).lowering_recipe.edge_transform_passes
+    is None
+), "setting the field on one recipe changed the next get_recipe's"
 
 facts.record_table(
     "gap",
     ["", "Recipe as shipped", "Recipe with transform passes"],
-    [[key, str(figures["as shipped"][key]), str(figures["with transform passes"][key])]
-     for key in figures["as shipped"]],
+    [
+        [
+            key,
+            str(figures["as shipped"][key]),
+            str(figures["with transform passes"][key]),
+        ]
+        for key in figures["as shipped"]
+    ],
 )
 for name, short in [("as shipped", "shipped"), ("with transform passes", "with")]:
-    for key, label in [("XNNPACK subgraphs", "subgraphs"), ("outside XNNPACK", "outside"),
-                       ("delegated / total nodes", "nodes"), ("max abs error", "error"), (".pte bytes", "bytes")]:
+    for key, label in [
+        ("XNNPACK subgraphs", "subgraphs"),
+        ("outside XNNPACK", "outside"),
+        ("delegated / total nodes", "nodes"),
+        ("max abs error", "error"),
+        (".pte bytes", "bytes"),
+    ]:
         facts.record(f"{label}_{short}", figures[name][key])
 facts.record("pass_names", ", ".join(type(p).__name__ for p in get_transform_passes()))
 # xnnguide_budget_seconds = 120

@@ -18,7 +18,11 @@ import inspect
 
 from executorch.backends.xnnpack.utils.configs import get_transform_passes
 
-print(inspect.signature(get_transform_passes).replace(return_annotation=inspect.Signature.empty))
+print(
+    inspect.signature(get_transform_passes).replace(
+        return_annotation=inspect.Signature.empty
+    )
+)
 
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts
@@ -46,9 +50,15 @@ class CubeAsMultiplyPass(ExportPass):
     def call_operator(self, op, args, kwargs, meta):
         if op == exir_ops.edge.aten.pow.Tensor_Scalar and args[1] == 3:
             x = args[0]
-            square = super().call_operator(exir_ops.edge.aten.mul.Tensor, (x, x), {}, meta)
-            return super().call_operator(exir_ops.edge.aten.mul.Tensor, (square, x), {}, meta)
+            square = super().call_operator(
+                exir_ops.edge.aten.mul.Tensor, (x, x), {}, meta
+            )
+            return super().call_operator(
+                exir_ops.edge.aten.mul.Tensor, (square, x), {}, meta
+            )
         return super().call_operator(op, args, kwargs, meta)
+
+
 # [end own_pass]
 
 # %%
@@ -96,7 +106,8 @@ def op_name(node: torch.fx.Node) -> str:
 
 
 def read_delegation(graph_module: torch.fx.GraphModule) -> tuple[int, Counter, Counter]:
-    """Delegate calls, operators left outside the delegates, and operators inside them."""
+    """Delegate calls, operators left outside the delegates, and operators inside
+    them."""
     calls, outside, inside = 0, Counter(), Counter()
     for node in graph_module.graph.nodes:
         if node.op != "call_function" or node.target is operator.getitem:
@@ -104,8 +115,11 @@ def read_delegation(graph_module: torch.fx.GraphModule) -> tuple[int, Counter, C
         if node.target is torch.ops.higher_order.executorch_call_delegate:
             calls += 1
             delegate = getattr(graph_module, node.args[0].target)
-            inside.update(op_name(n) for n in delegate.original_module.graph.nodes
-                          if n.op == "call_function" and n.target is not operator.getitem)
+            inside.update(
+                op_name(n)
+                for n in delegate.original_module.graph.nodes
+                if n.op == "call_function" and n.target is not operator.getitem
+            )
         else:
             outside[op_name(node)] += 1
     return calls, outside, inside
@@ -113,7 +127,12 @@ def read_delegation(graph_module: torch.fx.GraphModule) -> tuple[int, Counter, C
 
 def describe(counts: Counter) -> str:
     """``"expand_copy.default ×1, mul.Tensor ×2"``, or ``"none"``."""
-    return ", ".join(f"{name} ×{count}" for name, count in sorted(counts.items())) or "none"
+    return (
+        ", ".join(f"{name} ×{count}" for name, count in sorted(counts.items()))
+        or "none"
+    )
+
+
 # [end read_delegation]
 
 # %%
@@ -130,7 +149,10 @@ print("XNNPACK's passes:", [type(p).__name__ for p in passes_alone])
 print("with mine:       ", [type(p).__name__ for p in passes_with_mine])
 
 lowered = {}
-for name, passes in [("XNNPACK's passes", passes_alone), ("with CubeAsMultiplyPass", passes_with_mine)]:
+for name, passes in [
+    ("XNNPACK's passes", passes_alone),
+    ("with CubeAsMultiplyPass", passes_with_mine),
+]:
     lowered[name] = to_edge_transform_and_lower(
         exported_program, transform_passes=passes, partitioner=[XnnpackPartitioner()]
     )
@@ -139,14 +161,24 @@ for name, passes in [("XNNPACK's passes", passes_alone), ("with CubeAsMultiplyPa
 # [end lower_with_own_pass]
 
 # sphinx_gallery_start_ignore
-from xnnguide.core.delegation import delegate_calls, ops_inside_delegates, ops_outside_delegates
+from xnnguide.core.delegation import (
+    delegate_calls,
+    ops_inside_delegates,
+    ops_outside_delegates,
+)
 
 # Yours come after XNNPACK's, in the order given.
-assert [type(p) for p in passes_with_mine] == [type(p) for p in passes_alone] + [CubeAsMultiplyPass]
+assert [type(p) for p in passes_with_mine] == [type(p) for p in passes_alone] + [
+    CubeAsMultiplyPass
+]
 alone_gm = lowered["XNNPACK's passes"].exported_program().graph_module
 mine_gm = lowered["with CubeAsMultiplyPass"].exported_program().graph_module
 for gm in (alone_gm, mine_gm):
-    assert read_delegation(gm) == (delegate_calls(gm), ops_outside_delegates(gm), ops_inside_delegates(gm))
+    assert read_delegation(gm) == (
+        delegate_calls(gm),
+        ops_outside_delegates(gm),
+        ops_inside_delegates(gm),
+    )
 alone_calls, alone_outside, _ = read_delegation(alone_gm)
 mine_calls, mine_outside, _ = read_delegation(mine_gm)
 assert alone_outside == {"pow.Tensor_Scalar": 1}, alone_outside
@@ -156,8 +188,16 @@ facts.record_table(
     "own_pass_comparison",
     ["Transform passes", "Delegate calls", "Operators outside XNNPACK"],
     [
-        [", ".join(type(p).__name__ for p in passes_alone), alone_calls, describe(alone_outside)],
-        [", ".join(type(p).__name__ for p in passes_with_mine), mine_calls, describe(mine_outside)],
+        [
+            ", ".join(type(p).__name__ for p in passes_alone),
+            alone_calls,
+            describe(alone_outside),
+        ],
+        [
+            ", ".join(type(p).__name__ for p in passes_with_mine),
+            mine_calls,
+            describe(mine_outside),
+        ],
     ],
 )
 # sphinx_gallery_end_ignore
@@ -184,6 +224,9 @@ for name, edge_program in lowered.items():
 
 # sphinx_gallery_start_ignore
 assert eager_output.abs().max().item() > 0.05
-facts.record("max_abs_error", (output - eager_output).abs().max().item(),
-             f"{(output - eager_output).abs().max().item():.1e}")
+facts.record(
+    "max_abs_error",
+    (output - eager_output).abs().max().item(),
+    f"{(output - eager_output).abs().max().item():.1e}",
+)
 # sphinx_gallery_end_ignore

@@ -29,10 +29,16 @@ def doc_summary(cls: type) -> str:
     """The first sentence of a class's own docstring (not one it inherits)."""
     doc = inspect.cleandoc(cls.__dict__.get("__doc__") or "")
     paragraph = " ".join(doc.split("\n\n")[0].split())
-    return paragraph.split(". ")[0].rstrip(".") + "." if paragraph else "(no docstring of its own)"
+    return (
+        paragraph.split(". ")[0].rstrip(".") + "."
+        if paragraph
+        else "(no docstring of its own)"
+    )
 
 
-signature = inspect.signature(get_transform_passes).replace(return_annotation=inspect.Signature.empty)
+signature = inspect.signature(get_transform_passes).replace(
+    return_annotation=inspect.Signature.empty
+)
 print(f"get_transform_passes{signature}")
 for transform in get_transform_passes():
     print(f"{type(transform).__name__}: {doc_summary(type(transform))}")
@@ -46,7 +52,10 @@ assert transforms, "get_transform_passes() returned nothing"
 facts.record_table(
     "transform_passes",
     ["Pass", "Defined in", "What its docstring says"],
-    [[type(t).__name__, type(t).__module__, doc_summary(type(t)).replace("``", "")] for t in transforms],
+    [
+        [type(t).__name__, type(t).__module__, doc_summary(type(t)).replace("``", "")]
+        for t in transforms
+    ],
 )
 facts.record("transform_pass_count", len(transforms))
 facts.record("transform_pass_names", ", ".join(type(t).__name__ for t in transforms))
@@ -141,7 +150,8 @@ def op_name(node: torch.fx.Node) -> str:
 
 
 def read_delegation(graph_module: torch.fx.GraphModule) -> tuple[int, Counter, Counter]:
-    """Delegate calls, operators left outside the delegates, and operators inside them."""
+    """Delegate calls, operators left outside the delegates, and operators inside
+    them."""
     calls, outside, inside = 0, Counter(), Counter()
     for node in graph_module.graph.nodes:
         if node.op != "call_function" or node.target is operator.getitem:
@@ -149,8 +159,11 @@ def read_delegation(graph_module: torch.fx.GraphModule) -> tuple[int, Counter, C
         if node.target is torch.ops.higher_order.executorch_call_delegate:
             calls += 1
             delegate = getattr(graph_module, node.args[0].target)
-            inside.update(op_name(n) for n in delegate.original_module.graph.nodes
-                          if n.op == "call_function" and n.target is not operator.getitem)
+            inside.update(
+                op_name(n)
+                for n in delegate.original_module.graph.nodes
+                if n.op == "call_function" and n.target is not operator.getitem
+            )
         else:
             outside[op_name(node)] += 1
     return calls, outside, inside
@@ -158,7 +171,12 @@ def read_delegation(graph_module: torch.fx.GraphModule) -> tuple[int, Counter, C
 
 def describe(counts: Counter) -> str:
     """``"expand_copy.default ×1, mul.Tensor ×2"``, or ``"none"``."""
-    return ", ".join(f"{name} ×{count}" for name, count in sorted(counts.items())) or "none"
+    return (
+        ", ".join(f"{name} ×{count}" for name, count in sorted(counts.items()))
+        or "none"
+    )
+
+
 # [end read_delegation]
 
 # %%
@@ -172,7 +190,10 @@ def describe(counts: Counter) -> str:
 from executorch.devtools.backend_debug import get_delegation_info
 
 summaries = {}
-for name, edge_program in [("without transform_passes", without_passes), ("with transform_passes", with_passes)]:
+for name, edge_program in [
+    ("without transform_passes", without_passes),
+    ("with transform_passes", with_passes),
+]:
     graph_module = edge_program.exported_program().graph_module
     info = get_delegation_info(graph_module)
     calls, outside, _ = read_delegation(graph_module)
@@ -189,19 +210,32 @@ for name, edge_program in [("without transform_passes", without_passes), ("with 
 # [end compare_delegation]
 
 # sphinx_gallery_start_ignore
-from xnnguide.core.delegation import delegate_calls, ops_inside_delegates, ops_outside_delegates
+from xnnguide.core.delegation import (
+    delegate_calls,
+    ops_inside_delegates,
+    ops_outside_delegates,
+)
 
 # read_delegation agrees with the site's own helpers, and with get_delegation_info.
 for checked in (without_passes, with_passes):
     gm = checked.exported_program().graph_module
-    assert read_delegation(gm) == (delegate_calls(gm), ops_outside_delegates(gm), ops_inside_delegates(gm))
+    assert read_delegation(gm) == (
+        delegate_calls(gm),
+        ops_outside_delegates(gm),
+        ops_inside_delegates(gm),
+    )
     assert read_delegation(gm)[0] == get_delegation_info(gm).num_delegated_subgraphs
-before, after = summaries["without transform_passes"], summaries["with transform_passes"]
+before, after = (
+    summaries["without transform_passes"],
+    summaries["with transform_passes"],
+)
 # What the passes must change on this model; removing transform_passes from
 # the second call above makes these fail.
 assert before["operators outside XNNPACK"]["expand_copy.default"] == 1, before
 assert "expand_copy.default" not in after["operators outside XNNPACK"], after
-assert sum(after["operators outside XNNPACK"].values()) < sum(before["operators outside XNNPACK"].values())
+assert sum(after["operators outside XNNPACK"].values()) < sum(
+    before["operators outside XNNPACK"].values()
+)
 assert after["delegate calls"] < before["delegate calls"], (before, after)
 assert after["non-delegated nodes"] < before["non-delegated nodes"]
 
@@ -209,7 +243,13 @@ facts.record_table(
     "noop_expand_comparison",
     ["", "without transform_passes", "with transform_passes"],
     [
-        [label, *(str(s[key]) if key != "operators outside XNNPACK" else describe(s[key]) for s in (before, after))]
+        [
+            label,
+            *(
+                str(s[key]) if key != "operators outside XNNPACK" else describe(s[key])
+                for s in (before, after)
+            ),
+        ]
         for label, key in [
             ("Delegated nodes (get_delegation_info)", "delegated nodes"),
             ("Non-delegated nodes (get_delegation_info)", "non-delegated nodes"),
@@ -249,16 +289,29 @@ with torch.no_grad():
 for name, output in outputs.items():
     torch.testing.assert_close(output, eager_output, atol=1e-5, rtol=1e-5)
 torch.testing.assert_close(outputs["with"], outputs["without"], atol=1e-6, rtol=1e-6)
-print(f"max |with - without| = {(outputs['with'] - outputs['without']).abs().max().item():.1e}")
-print(f"max |with - eager|   = {(outputs['with'] - eager_output).abs().max().item():.1e}")
+print(
+    "max |with - without| = "
+    f"{(outputs['with'] - outputs['without']).abs().max().item():.1e}"
+)
+print(
+    f"max |with - eager|   = {(outputs['with'] - eager_output).abs().max().item():.1e}"
+)
 # [end run_both]
 
 # sphinx_gallery_start_ignore
-assert eager_output.abs().max().item() > 0.05, "outputs too small for the tolerance to mean anything"
-facts.record("with_vs_without", (outputs["with"] - outputs["without"]).abs().max().item(),
-             f"{(outputs['with'] - outputs['without']).abs().max().item():.1e}")
-facts.record("with_vs_eager", (outputs["with"] - eager_output).abs().max().item(),
-             f"{(outputs['with'] - eager_output).abs().max().item():.1e}")
+assert eager_output.abs().max().item() > 0.05, (
+    "outputs too small for the tolerance to mean anything"
+)
+facts.record(
+    "with_vs_without",
+    (outputs["with"] - outputs["without"]).abs().max().item(),
+    f"{(outputs['with'] - outputs['without']).abs().max().item():.1e}",
+)
+facts.record(
+    "with_vs_eager",
+    (outputs["with"] - eager_output).abs().max().item(),
+    f"{(outputs['with'] - eager_output).abs().max().item():.1e}",
+)
 # sphinx_gallery_end_ignore
 
 # %%
@@ -269,6 +322,7 @@ facts.record("with_vs_eager", (outputs["with"] - eager_output).abs().max().item(
 # a no-op), a real broadcast (``expand`` from 1 to 4 rows, which the pass must
 # keep), and a convolution followed by batch norm, which XNNPACK fuses
 # *inside* the delegate whether or not ``transform_passes`` is given.
+
 
 # [start more_models]
 class ClassToken(torch.nn.Module):
@@ -316,14 +370,18 @@ for label, (case_model, case_inputs) in cases.items():
     case_program = torch.export.export(case_model, case_inputs)
     row = [label]
     for passes in (None, get_transform_passes()):
-        lowered = to_edge_transform_and_lower(case_program, transform_passes=passes, partitioner=[XnnpackPartitioner()])
+        lowered = to_edge_transform_and_lower(
+            case_program, transform_passes=passes, partitioner=[XnnpackPartitioner()]
+        )
         graph_module = lowered.exported_program().graph_module
         calls, outside, _ = read_delegation(graph_module)
         row += [calls, describe(outside)]
         case_pte = runtime.load_program(lowered.to_executorch().buffer)
         case_output = case_pte.load_method("forward").execute(list(case_inputs))[0]
         with torch.no_grad():
-            torch.testing.assert_close(case_output, case_model(*case_inputs), atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(
+                case_output, case_model(*case_inputs), atol=1e-5, rtol=1e-5
+            )
     rows.append(row)
     print(f"{label}: calls {row[1]} -> {row[3]}; outside: {row[2]} -> {row[4]}")
 # [end more_models]
@@ -331,14 +389,24 @@ for label, (case_model, case_inputs) in cases.items():
 # sphinx_gallery_start_ignore
 by_label = {row[0]: row for row in rows}
 token = by_label["ViT-style class token (batch 1)"]
-assert "expand_copy.default" in token[2] and "expand_copy.default" not in token[4], token
+assert "expand_copy.default" in token[2] and "expand_copy.default" not in token[4], (
+    token
+)
 broadcast = by_label["real broadcast (1 row to 4)"]
-assert "expand_copy.default" in broadcast[2] and "expand_copy.default" in broadcast[4], broadcast
+assert (
+    "expand_copy.default" in broadcast[2] and "expand_copy.default" in broadcast[4]
+), broadcast
 conv_bn = by_label["conv + batch norm"]
 assert conv_bn[1:3] == conv_bn[3:5] and conv_bn[2] == "none", conv_bn
 facts.record_table(
     "more_models",
-    ["Model", "Delegate calls without", "Outside XNNPACK without", "Delegate calls with", "Outside XNNPACK with"],
+    [
+        "Model",
+        "Delegate calls without",
+        "Outside XNNPACK without",
+        "Delegate calls with",
+        "Outside XNNPACK with",
+    ],
     rows,
 )
 # sphinx_gallery_end_ignore

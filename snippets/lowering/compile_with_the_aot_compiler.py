@@ -33,14 +33,22 @@ from pathlib import Path
 from xnnguide.core import facts
 from xnnguide.tools import aot_compiler
 
-guide_model = Path.cwd().resolve().parents[1] / "docs" / "guides" / "aot_compiler" / "patch_classifier.py"
+guide_model = (
+    Path.cwd().resolve().parents[1]
+    / "docs"
+    / "guides"
+    / "aot_compiler"
+    / "patch_classifier.py"
+)
 recipe_folder, workdir = os.getcwd(), tempfile.mkdtemp(prefix="aot_compiler_")
 shutil.copy(guide_model, workdir)
 os.chdir(workdir)
 sys.path.insert(0, workdir)
 printed = io.StringIO()
 with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-    assert aot_compiler.main(["--model", "patch_classifier.py:build", "-o", "out"]) == 0, printed.getvalue()
+    assert (
+        aot_compiler.main(["--model", "patch_classifier.py:build", "-o", "out"]) == 0
+    ), printed.getvalue()
 # sphinx_gallery_end_ignore
 
 # [start run_compiled]
@@ -54,13 +62,21 @@ pte_output = program.load_method("forward").execute(list(example_inputs))[0]
 with torch.no_grad():
     eager_output = model(*example_inputs)
 torch.testing.assert_close(pte_output, eager_output, atol=1e-4, rtol=1e-4)
-print(f"max abs error against eager PyTorch: {(pte_output - eager_output).abs().max().item():.1e}")
+print(
+    "max abs error against eager PyTorch: "
+    f"{(pte_output - eager_output).abs().max().item():.1e}"
+)
 # [end run_compiled]
 
 # sphinx_gallery_start_ignore
-assert eager_output.abs().max().item() > 100 * 1e-4, "outputs too small for atol=1e-4 to mean anything"
-facts.record("own_model_error", (pte_output - eager_output).abs().max().item(),
-             f"{(pte_output - eager_output).abs().max().item():.1e}")
+assert eager_output.abs().max().item() > 100 * 1e-4, (
+    "outputs too small for atol=1e-4 to mean anything"
+)
+facts.record(
+    "own_model_error",
+    (pte_output - eager_output).abs().max().item(),
+    f"{(pte_output - eager_output).abs().max().item():.1e}",
+)
 os.chdir(recipe_folder)
 sys.path.remove(workdir)
 shutil.rmtree(workdir)

@@ -76,10 +76,18 @@ def describe(recipe: ExportRecipe) -> str:
         return "no quantization (fp32)"
     if quantization.quantizers:
         config = quantization.quantizers[0].global_config
-        activations = "dynamic" if config.input_activation.is_dynamic else "static (calibrated)"
-        return f"PT2E: int8 weights {config.weight.qscheme}, int8 activations {activations}"
+        activations = (
+            "dynamic" if config.input_activation.is_dynamic else "static (calibrated)"
+        )
+        return (
+            f"PT2E: int8 weights {config.weight.qscheme}, "
+            f"int8 activations {activations}"
+        )
     config = quantization.ao_quantization_configs[0].ao_base_config
-    return f"torchao {type(config).__name__}: {config.weight_dtype} weights {config.weight_granularity}"
+    return (
+        f"torchao {type(config).__name__}: "
+        f"{config.weight_dtype} weights {config.weight_granularity}"
+    )
 
 
 for recipe_type in XNNPackRecipeType:
@@ -91,22 +99,33 @@ from torchao.quantization.granularity import PerGroup
 
 from xnnguide.core import facts
 
-recipes = {recipe_type: ExportRecipe.get_recipe(recipe_type) for recipe_type in XNNPackRecipeType}
+recipes = {
+    recipe_type: ExportRecipe.get_recipe(recipe_type)
+    for recipe_type in XNNPackRecipeType
+}
 misnamed = recipes[XNNPackRecipeType.TORCHAO_INT8_DYNAMIC_ACT_INT4_WEIGHT_PER_TENSOR]
-misnamed_granularity = misnamed.quantization_recipe.ao_quantization_configs[0].ao_base_config.weight_granularity
+misnamed_granularity = misnamed.quantization_recipe.ao_quantization_configs[
+    0
+].ao_base_config.weight_granularity
 assert isinstance(misnamed_granularity, PerGroup), misnamed_granularity
 facts.record("per_tensor_group_size", misnamed_granularity.group_size)
 facts.record("recipe_type_count", len(recipes))
-facts.record("recipe_type_names", ", ".join(recipe_type.name for recipe_type in recipes))
+facts.record(
+    "recipe_type_names", ", ".join(recipe_type.name for recipe_type in recipes)
+)
 # The gap the page is about: the shipped recipes run no transform passes.
 for recipe_type, recipe in recipes.items():
-    assert not recipe.lowering_recipe.edge_transform_passes, f"{recipe_type.name} now runs transform passes"
+    assert not recipe.lowering_recipe.edge_transform_passes, (
+        f"{recipe_type.name} now runs transform passes"
+    )
     assert not recipe.lowering_recipe.edge_manager_transform_passes, recipe_type.name
 facts.record_table(
     "what_each_type_does",
     ["XNNPackRecipeType", "Value", "What its recipe asks for"],
-    [[recipe_type.name, recipe_type.value, describe(recipe).replace("torch.", "")]
-     for recipe_type, recipe in recipes.items()],
+    [
+        [recipe_type.name, recipe_type.value, describe(recipe).replace("torch.", "")]
+        for recipe_type, recipe in recipes.items()
+    ],
 )
 # sphinx_gallery_end_ignore
 
@@ -129,7 +148,12 @@ from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
 )
 from executorch.backends.xnnpack.utils.configs import get_transform_passes
 from executorch.exir import to_edge_transform_and_lower
-from torchao.quantization import Int8DynamicActivationIntxWeightConfig, PerAxis, PerGroup, quantize_
+from torchao.quantization import (
+    Int8DynamicActivationIntxWeightConfig,
+    PerAxis,
+    PerGroup,
+    quantize_,
+)
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 PT2E_SETTINGS = {  # (is_per_channel, is_dynamic)
@@ -149,23 +173,33 @@ def lower_by_hand(recipe_type: XNNPackRecipeType):
     if recipe_type in PT2E_SETTINGS:
         is_per_channel, is_dynamic = PT2E_SETTINGS[recipe_type]
         quantizer = XNNPACKQuantizer().set_global(
-            get_symmetric_quantization_config(is_per_channel=is_per_channel, is_dynamic=is_dynamic)
+            get_symmetric_quantization_config(
+                is_per_channel=is_per_channel, is_dynamic=is_dynamic
+            )
         )
         prepared = prepare_pt2e(torch.export.export(model, example).module(), quantizer)
         with torch.no_grad():
-            for inputs in sample_inputs:  # calibrates a static scheme; a dynamic one observes its weights
+            for inputs in (
+                sample_inputs
+            ):  # calibrates a static scheme; a dynamic one observes its weights
                 prepared(*inputs)
         eager = convert_pt2e(prepared)
     elif recipe_type in TORCHAO_WEIGHTS:
         eager = copy.deepcopy(model)
-        quantize_(eager, Int8DynamicActivationIntxWeightConfig(
-            weight_dtype=torch.int4, weight_granularity=TORCHAO_WEIGHTS[recipe_type]))
+        quantize_(
+            eager,
+            Int8DynamicActivationIntxWeightConfig(
+                weight_dtype=torch.int4, weight_granularity=TORCHAO_WEIGHTS[recipe_type]
+            ),
+        )
     lowered = to_edge_transform_and_lower(
         torch.export.export(eager, example),
         transform_passes=get_transform_passes(),
         partitioner=[XnnpackPartitioner()],
     )
     return lowered, eager
+
+
 # [end by_hand]
 
 # %%
@@ -196,7 +230,8 @@ with torch.no_grad():
 
 
 def measure(info, executorch_buffer: bytes, eager, path: str) -> dict:
-    """Write and run one program; *info* is its ``get_delegation_info``, taken before serialisation."""
+    """Write and run one program; *info* is its ``get_delegation_info``, taken before
+    serialisation."""
     with open(path, "wb") as file:
         file.write(executorch_buffer)
     program = runtime.load_program(path)  # keep it referenced while its method runs
@@ -210,10 +245,13 @@ def measure(info, executorch_buffer: bytes, eager, path: str) -> dict:
         check = "identical to its eager model"
     else:
         sqnr = compute_error(expected, output).item()
-        assert sqnr >= MIN_SQNR_DB, f"{path}: SQNR {sqnr:.1f} dB against its quantized eager model"
+        assert sqnr >= MIN_SQNR_DB, (
+            f"{path}: SQNR {sqnr:.1f} dB against its quantized eager model"
+        )
         check = f"SQNR {sqnr:.1f} dB"
     return {
-        "nodes": f"{info.num_delegated_nodes} / {info.num_delegated_nodes + info.num_non_delegated_nodes}",
+        "nodes": f"{info.num_delegated_nodes} / "
+        f"{info.num_delegated_nodes + info.num_non_delegated_nodes}",
         "check": check,
         "vs fp32": compute_error(fp32_output, output).item(),
         "bytes": os.path.getsize(path),
@@ -225,19 +263,31 @@ results = {}
 for recipe_type in XNNPackRecipeType:
     session = export(model, sample_inputs, ExportRecipe.get_recipe(recipe_type))
     stages = session.get_stage_artifacts()
-    recipe_result = measure(stages[StageType.TO_EDGE_TRANSFORM_AND_LOWER].get_context("delegation_info"),
-                            session.get_pte_buffer(), stages[StageType.QUANTIZE].data["forward"],
-                            f"small_cnn_recipe_{recipe_type.value}.pte")
+    recipe_result = measure(
+        stages[StageType.TO_EDGE_TRANSFORM_AND_LOWER].get_context("delegation_info"),
+        session.get_pte_buffer(),
+        stages[StageType.QUANTIZE].data["forward"],
+        f"small_cnn_recipe_{recipe_type.value}.pte",
+    )
     lowered, hand_eager = lower_by_hand(recipe_type)
     hand_info = get_delegation_info(lowered.exported_program().graph_module)
-    hand_result = measure(hand_info, lowered.to_executorch().buffer, hand_eager,
-                          f"small_cnn_by_hand_{recipe_type.value}.pte")
+    hand_result = measure(
+        hand_info,
+        lowered.to_executorch().buffer,
+        hand_eager,
+        f"small_cnn_by_hand_{recipe_type.value}.pte",
+    )
     results[recipe_type] = (recipe_result, hand_result)
-    recipe_result["graph_module"] = session.get_edge_program_manager().exported_program().graph_module
+    recipe_result["graph_module"] = (
+        session.get_edge_program_manager().exported_program().graph_module
+    )
     print(f"{recipe_type.name}")
     for flow, result in (("recipe", recipe_result), ("by hand", hand_result)):
-        print(f"  {flow:8} delegated/total nodes {result['nodes']:>7}, {result['check']}, "
-              f"{result['vs fp32']:.1f} dB from fp32, {result['bytes']:,} bytes")
+        print(
+            f"  {flow:8} delegated/total nodes {result['nodes']:>7}, "
+            f"{result['check']}, "
+            f"{result['vs fp32']:.1f} dB from fp32, {result['bytes']:,} bytes"
+        )
 # [end every_type]
 
 # sphinx_gallery_start_ignore
@@ -246,35 +296,60 @@ from executorch.exir.backend.utils import get_delegates
 from xnnguide.recipe_checks import quantization
 
 quantization.record_min_sqnr(MIN_SQNR_DB)
-assert fp32_output.abs().max().item() > 0.05, "outputs too small for atol=1e-5 to mean anything"
+assert fp32_output.abs().max().item() > 0.05, (
+    "outputs too small for atol=1e-5 to mean anything"
+)
 assert set(results) == set(XNNPackRecipeType)
 
 rows, identical_types = [], []
 for recipe_type, (recipe_result, hand_result) in results.items():
-    rows.append([
-        recipe_type.name, "SmallCNN", recipe_result["nodes"], recipe_result["check"],
-        f"{recipe_result['bytes']:,}",
-        f"{hand_result['nodes']} nodes, {hand_result['check']}, {hand_result['bytes']:,} bytes",
-    ])
+    rows.append(
+        [
+            recipe_type.name,
+            "SmallCNN",
+            recipe_result["nodes"],
+            recipe_result["check"],
+            f"{recipe_result['bytes']:,}",
+            f"{hand_result['nodes']} nodes, {hand_result['check']}, {hand_result['bytes']:,} bytes",
+        ]
+    )
     # The recipe and the hand flow quantize alike: their programs agree far better than either with fp32.
     identical = torch.equal(hand_result["output"], recipe_result["output"])
     identical_types.append(identical)
     if recipe_type is XNNPackRecipeType.FP32:
-        torch.testing.assert_close(recipe_result["output"], hand_result["output"], atol=1e-6, rtol=1e-6)
+        torch.testing.assert_close(
+            recipe_result["output"], hand_result["output"], atol=1e-6, rtol=1e-6
+        )
     else:
         agreement = compute_error(hand_result["output"], recipe_result["output"]).item()
         assert agreement >= MIN_SQNR_DB, (recipe_type, agreement)
-    facts.record(f"bytes_{recipe_type.name.lower()}", recipe_result["bytes"], f"{recipe_result['bytes']:,} bytes")
+    facts.record(
+        f"bytes_{recipe_type.name.lower()}",
+        recipe_result["bytes"],
+        f"{recipe_result['bytes']:,} bytes",
+    )
     facts.record(f"check_{recipe_type.name.lower()}", recipe_result["check"])
-facts.record("identical_outputs", sum(identical_types), f"{sum(identical_types)} of {len(identical_types)}")
+facts.record(
+    "identical_outputs",
+    sum(identical_types),
+    f"{sum(identical_types)} of {len(identical_types)}",
+)
 facts.record_table(
     "every_type",
-    ["Recipe type", "Model", "Delegated / total nodes", "Error or SQNR (vs its eager model)", ".pte bytes",
-     "Hand flow (transform passes on)"],
+    [
+        "Recipe type",
+        "Model",
+        "Delegated / total nodes",
+        "Error or SQNR (vs its eager model)",
+        ".pte bytes",
+        "Hand flow (transform passes on)",
+    ],
     rows,
 )
 fp32_bytes = results[XNNPackRecipeType.FP32][0]["bytes"]
-int4_bytes = results[XNNPackRecipeType.TORCHAO_INT8_DYNAMIC_ACT_INT4_WEIGHT_PER_CHANNEL][0]["bytes"]
+int4_bytes = results[
+    XNNPackRecipeType.TORCHAO_INT8_DYNAMIC_ACT_INT4_WEIGHT_PER_CHANNEL
+][0]["bytes"]
 assert int4_bytes < fp32_bytes / 3, (int4_bytes, fp32_bytes)
 
 # The probe behind "PER_TENSOR means groups of 32": the block sizes of the weight
@@ -286,21 +361,38 @@ def weight_block_sizes(graph_module) -> list[list[int]]:
     for node in get_delegates(graph_module.graph):
         delegate_graph = getattr(graph_module, node.target).original_module.graph
         for inner in delegate_graph.nodes:
-            if "dequantize_affine" in str(inner.target) and inner.args[0].op == "placeholder" \
-                    and "weight" in inner.args[0].name:
+            if (
+                "dequantize_affine" in str(inner.target)
+                and inner.args[0].op == "placeholder"
+                and "weight" in inner.args[0].name
+            ):
                 sizes.append(list(inner.args[1]))
     return sizes
 
 
 per_tensor_blocks = weight_block_sizes(
-    results[XNNPackRecipeType.TORCHAO_INT8_DYNAMIC_ACT_INT4_WEIGHT_PER_TENSOR][0]["graph_module"])
+    results[XNNPackRecipeType.TORCHAO_INT8_DYNAMIC_ACT_INT4_WEIGHT_PER_TENSOR][0][
+        "graph_module"
+    ]
+)
 per_channel_blocks = weight_block_sizes(
-    results[XNNPackRecipeType.TORCHAO_INT8_DYNAMIC_ACT_INT4_WEIGHT_PER_CHANNEL][0]["graph_module"])
+    results[XNNPackRecipeType.TORCHAO_INT8_DYNAMIC_ACT_INT4_WEIGHT_PER_CHANNEL][0][
+        "graph_module"
+    ]
+)
 # fc1 and fc2: one scale per 32 weights, against one per row (512 and 64 wide).
 assert per_tensor_blocks == [[1, 32], [1, 32]], per_tensor_blocks
 assert per_channel_blocks == [[1, 512], [1, 64]], per_channel_blocks
-facts.record("per_channel_block_sizes", per_channel_blocks, ", ".join(f"{b}" for b in per_channel_blocks))
-facts.record("per_tensor_block_sizes", per_tensor_blocks, ", ".join(f"{b}" for b in per_tensor_blocks))
+facts.record(
+    "per_channel_block_sizes",
+    per_channel_blocks,
+    ", ".join(f"{b}" for b in per_channel_blocks),
+)
+facts.record(
+    "per_tensor_block_sizes",
+    per_tensor_blocks,
+    ", ".join(f"{b}" for b in per_tensor_blocks),
+)
 # xnnguide_budget_seconds = 120
 # It exports one model with every recipe type, several times longer than most recipes: it starts first.
 # xnnguide_start_early = True
@@ -339,16 +431,23 @@ finally:
     if saved_root is not None:
         os.environ["QNN_SDK_ROOT"] = saved_root
 assert install_calls == ["install"], install_calls
-assert isinstance(get_android_recipe_default_error, RuntimeError), get_android_recipe_default_error
-facts.record("android_default_error", f"{type(get_android_recipe_default_error).__name__}: "
-             f"{str(get_android_recipe_default_error).splitlines()[0]}")
+assert isinstance(get_android_recipe_default_error, RuntimeError), (
+    get_android_recipe_default_error
+)
+facts.record(
+    "android_default_error",
+    f"{type(get_android_recipe_default_error).__name__}: "
+    f"{str(get_android_recipe_default_error).splitlines()[0]}",
+)
 facts.record("android_default_downloads", True, "tries to download Qualcomm's SDK")
 # sphinx_gallery_end_ignore
 
 # [start phones]
 from executorch.export.target_recipes import get_android_recipe, get_ios_recipe
 
-os.environ["QNN_SDK_ROOT"] = ""  # do not let get_android_recipe() download Qualcomm's SDK
+os.environ["QNN_SDK_ROOT"] = (
+    ""  # do not let get_android_recipe() download Qualcomm's SDK
+)
 try:
     get_android_recipe()
 except ValueError as error:

@@ -28,7 +28,9 @@ import torchvision
 
 
 def calibrate_batchnorm(model, batches=4, batch_size=8):
-    norms = [module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)]
+    norms = [
+        module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)
+    ]
     momenta = [norm.momentum for norm in norms]
     for norm in norms:
         norm.reset_running_stats()
@@ -128,8 +130,14 @@ torch.testing.assert_close(pte_output, eager_output, atol=1e-4, rtol=1e-4)
 
 # sphinx_gallery_start_ignore
 # The tolerance means something only if the outputs are not vanishingly small.
-assert eager_output.abs().max().item() > 0.1, "outputs too small for atol=1e-4 to mean anything"
-facts.record("output_scale", eager_output.abs().max().item(), f"{eager_output.abs().max().item():.2f}")
+assert eager_output.abs().max().item() > 0.1, (
+    "outputs too small for atol=1e-4 to mean anything"
+)
+facts.record(
+    "output_scale",
+    eager_output.abs().max().item(),
+    f"{eager_output.abs().max().item():.2f}",
+)
 facts.record("max_abs_error", max_abs_error, f"{max_abs_error:.1e}")
 facts.record("tolerance", 1e-4, "1e-4")
 # sphinx_gallery_end_ignore
@@ -150,7 +158,8 @@ import time
 
 
 def time_calls(call, runs=30, warmup=3):
-    """Call ``call`` ``warmup`` times untimed, then time ``runs`` calls; milliseconds."""
+    """Call ``call`` ``warmup`` times untimed, then time ``runs`` calls;
+    milliseconds."""
     for _ in range(warmup):
         call()
     samples = []
@@ -172,8 +181,14 @@ pte_samples = time_calls(lambda: forward.execute(list(example_inputs)))
 
 eager_ms, eager_spread = median_and_spread(eager_samples)
 pte_ms, pte_spread = median_and_spread(pte_samples)
-print(f"eager PyTorch : {eager_ms:.2f} ms ± {eager_spread:.2f} ms over {len(eager_samples)} runs")
-print(f"XNNPACK .pte  : {pte_ms:.2f} ms ± {pte_spread:.2f} ms over {len(pte_samples)} runs")
+print(
+    f"eager PyTorch : {eager_ms:.2f} ms ± {eager_spread:.2f} ms over "
+    f"{len(eager_samples)} runs"
+)
+print(
+    f"XNNPACK .pte  : {pte_ms:.2f} ms ± {pte_spread:.2f} ms over {len(pte_samples)} "
+    "runs"
+)
 print(f"speed-up      : {eager_ms / pte_ms:.2f}x")
 # [end latency]
 
@@ -190,7 +205,12 @@ facts.record_table(
     "latency",
     ["Program", "Median latency", "Spread (IQR/2)", "Runs"],
     [
-        ["eager PyTorch", f"{eager_ms:.2f} ms", f"{eager_spread:.2f} ms", len(eager_samples)],
+        [
+            "eager PyTorch",
+            f"{eager_ms:.2f} ms",
+            f"{eager_spread:.2f} ms",
+            len(eager_samples),
+        ],
         ["XNNPACK .pte", f"{pte_ms:.2f} ms", f"{pte_spread:.2f} ms", len(pte_samples)],
     ],
 )

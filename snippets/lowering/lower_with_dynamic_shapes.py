@@ -45,7 +45,9 @@ dynamic_shapes = {
         3: 2 * Dim("half_width", min=4, max=32),
     }
 }
-exported_program = torch.export.export(model, example_inputs, dynamic_shapes=dynamic_shapes)
+exported_program = torch.export.export(
+    model, example_inputs, dynamic_shapes=dynamic_shapes
+)
 print(exported_program.range_constraints)
 # [end dynamic_export]
 
@@ -72,7 +74,8 @@ def op_name(node: torch.fx.Node) -> str:
 
 
 def read_delegation(graph_module: torch.fx.GraphModule) -> tuple[int, Counter, Counter]:
-    """Delegate calls, operators left outside the delegates, and operators inside them."""
+    """Delegate calls, operators left outside the delegates, and operators inside
+    them."""
     calls, outside, inside = 0, Counter(), Counter()
     for node in graph_module.graph.nodes:
         if node.op != "call_function" or node.target is operator.getitem:
@@ -80,8 +83,11 @@ def read_delegation(graph_module: torch.fx.GraphModule) -> tuple[int, Counter, C
         if node.target is torch.ops.higher_order.executorch_call_delegate:
             calls += 1
             delegate = getattr(graph_module, node.args[0].target)
-            inside.update(op_name(n) for n in delegate.original_module.graph.nodes
-                          if n.op == "call_function" and n.target is not operator.getitem)
+            inside.update(
+                op_name(n)
+                for n in delegate.original_module.graph.nodes
+                if n.op == "call_function" and n.target is not operator.getitem
+            )
         else:
             outside[op_name(node)] += 1
     return calls, outside, inside
@@ -89,7 +95,12 @@ def read_delegation(graph_module: torch.fx.GraphModule) -> tuple[int, Counter, C
 
 def describe(counts: Counter) -> str:
     """``"expand_copy.default ×1, mul.Tensor ×2"``, or ``"none"``."""
-    return ", ".join(f"{name} ×{count}" for name, count in sorted(counts.items())) or "none"
+    return (
+        ", ".join(f"{name} ×{count}" for name, count in sorted(counts.items()))
+        or "none"
+    )
+
+
 # [end read_delegation]
 
 # %%
@@ -120,10 +131,16 @@ with open("tiny_classifier_dynamic.pte", "wb") as file:
 
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts
-from xnnguide.core.delegation import delegate_calls, ops_inside_delegates, ops_outside_delegates
+from xnnguide.core.delegation import (
+    delegate_calls,
+    ops_inside_delegates,
+    ops_outside_delegates,
+)
 
 assert read_delegation(graph_module) == (
-    delegate_calls(graph_module), ops_outside_delegates(graph_module), ops_inside_delegates(graph_module)
+    delegate_calls(graph_module),
+    ops_outside_delegates(graph_module),
+    ops_inside_delegates(graph_module),
 )
 assert "view_copy.default" in outside and "convolution.default" not in outside, outside
 facts.record("delegate_calls", calls)
@@ -153,7 +170,10 @@ for shape in [(1, 3, 32, 32), (5, 3, 48, 40)]:
     assert pte_output.shape == eager_output.shape == (shape[0], 10)
     torch.testing.assert_close(pte_output, eager_output, atol=1e-5, rtol=1e-5)
     errors[shape] = (pte_output - eager_output).abs().max().item()
-    print(f"input {shape}: output {tuple(pte_output.shape)}, max abs error {errors[shape]:.1e}")
+    print(
+        f"input {shape}: output {tuple(pte_output.shape)}, max abs error "
+        f"{errors[shape]:.1e}"
+    )
 # [end dynamic_run]
 
 # %%
@@ -178,7 +198,10 @@ assert eager_output.abs().max().item() > 0.05
 facts.record_table(
     "runs",
     ["Input shape", "Output shape", "Max abs error vs eager"],
-    [[str(shape), str((shape[0], 10)), f"{error:.1e}"] for shape, error in errors.items()],
+    [
+        [str(shape), str((shape[0], 10)), f"{error:.1e}"]
+        for shape, error in errors.items()
+    ],
 )
 facts.record("too_big_error", too_big)
 facts.record("max_error", max(errors.values()), f"{max(errors.values()):.1e}")

@@ -34,13 +34,18 @@ class ConvClassifier(torch.nn.Module):
 
 class PoolingClassifier(ConvClassifier):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        features = F.hardswish(F.max_pool2d(self.conv(x), 2)).mean(dim=(2, 3), keepdim=True)
+        features = F.hardswish(F.max_pool2d(self.conv(x), 2)).mean(
+            dim=(2, 3), keepdim=True
+        )
         return self.head(features.flatten(1))
 
 
 torch.manual_seed(0)
 example_inputs = (torch.randn(1, 3, 16, 16),)
-models = {"ConvClassifier": ConvClassifier().eval(), "PoolingClassifier": PoolingClassifier().eval()}
+models = {
+    "ConvClassifier": ConvClassifier().eval(),
+    "PoolingClassifier": PoolingClassifier().eval(),
+}
 
 # %%
 # The two flows
@@ -53,13 +58,18 @@ models = {"ConvClassifier": ConvClassifier().eval(), "PoolingClassifier": Poolin
 import logging
 
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-from executorch.backends.xnnpack.utils.configs import get_transform_passes, get_xnnpack_edge_compile_config
+from executorch.backends.xnnpack.utils.configs import (
+    get_transform_passes,
+    get_xnnpack_edge_compile_config,
+)
 from executorch.exir import to_edge, to_edge_transform_and_lower
 
 
 def lower_current(exported_program):
     return to_edge_transform_and_lower(
-        exported_program, transform_passes=get_transform_passes(), partitioner=[XnnpackPartitioner()]
+        exported_program,
+        transform_passes=get_transform_passes(),
+        partitioner=[XnnpackPartitioner()],
     )
 
 
@@ -79,7 +89,9 @@ class KeepMessages(logging.Handler):
 
 
 warnings_seen = KeepMessages()
-logging.getLogger("executorch.backends.xnnpack.partition.xnnpack_partitioner").addHandler(warnings_seen)
+logging.getLogger(
+    "executorch.backends.xnnpack.partition.xnnpack_partitioner"
+).addHandler(warnings_seen)
 # [end both_flows]
 
 # %%
@@ -106,7 +118,8 @@ def op_name(node: torch.fx.Node) -> str:
 
 
 def read_delegation(graph_module: torch.fx.GraphModule) -> tuple[int, Counter, Counter]:
-    """Delegate calls, operators left outside the delegates, and operators inside them."""
+    """Delegate calls, operators left outside the delegates, and operators inside
+    them."""
     calls, outside, inside = 0, Counter(), Counter()
     for node in graph_module.graph.nodes:
         if node.op != "call_function" or node.target is operator.getitem:
@@ -114,8 +127,11 @@ def read_delegation(graph_module: torch.fx.GraphModule) -> tuple[int, Counter, C
         if node.target is torch.ops.higher_order.executorch_call_delegate:
             calls += 1
             delegate = getattr(graph_module, node.args[0].target)
-            inside.update(op_name(n) for n in delegate.original_module.graph.nodes
-                          if n.op == "call_function" and n.target is not operator.getitem)
+            inside.update(
+                op_name(n)
+                for n in delegate.original_module.graph.nodes
+                if n.op == "call_function" and n.target is not operator.getitem
+            )
         else:
             outside[op_name(node)] += 1
     return calls, outside, inside
@@ -123,7 +139,12 @@ def read_delegation(graph_module: torch.fx.GraphModule) -> tuple[int, Counter, C
 
 def describe(counts: Counter) -> str:
     """``"expand_copy.default ×1, mul.Tensor ×2"``, or ``"none"``."""
-    return ", ".join(f"{name} ×{count}" for name, count in sorted(counts.items())) or "none"
+    return (
+        ", ".join(f"{name} ×{count}" for name, count in sorted(counts.items()))
+        or "none"
+    )
+
+
 # [end read_delegation]
 
 # %%
@@ -139,19 +160,31 @@ for model_name, model in models.items():
     exported_program = torch.export.export(model, example_inputs)
     with torch.no_grad():
         eager_output = model(*example_inputs)
-    for flow, lower in [("to_edge_transform_and_lower", lower_current), ("to_edge + to_backend", lower_legacy)]:
+    for flow, lower in [
+        ("to_edge_transform_and_lower", lower_current),
+        ("to_edge + to_backend", lower_legacy),
+    ]:
         edge_program = lower(exported_program)
         # Read the graph before to_executorch(), which rewrites it in place.
-        calls, outside, inside = read_delegation(edge_program.exported_program().graph_module)
+        calls, outside, inside = read_delegation(
+            edge_program.exported_program().graph_module
+        )
         result = {"calls": calls, "outside": outside, "inside": inside}
-        path = f"{model_name.lower()}_{'legacy' if 'backend' in flow else 'current'}.pte"
+        path = (
+            f"{model_name.lower()}_{'legacy' if 'backend' in flow else 'current'}.pte"
+        )
         with open(path, "wb") as file:
             file.write(edge_program.to_executorch().buffer)
         program = runtime.load_program(path)
-        result["output"] = program.load_method("forward").execute(list(example_inputs))[0]
+        result["output"] = program.load_method("forward").execute(list(example_inputs))[
+            0
+        ]
         torch.testing.assert_close(result["output"], eager_output, atol=1e-5, rtol=1e-5)
         results[model_name, flow] = result
-        print(f"{model_name:18s} {flow:28s} delegate calls: {calls}, outside XNNPACK: {describe(outside)}")
+        print(
+            f"{model_name:18s} {flow:28s} delegate calls: {calls}, outside XNNPACK: "
+            f"{describe(outside)}"
+        )
 # [end compare_flows]
 
 # %%
@@ -162,7 +195,10 @@ for model_name, model in models.items():
 # the graphs differ: ``to_edge`` has decomposed ``linear`` into
 # ``permute_copy`` and ``addmm``, which XNNPACK also takes.
 
-current, legacy = results["ConvClassifier", "to_edge_transform_and_lower"], results["ConvClassifier", "to_edge + to_backend"]
+current, legacy = (
+    results["ConvClassifier", "to_edge_transform_and_lower"],
+    results["ConvClassifier", "to_edge + to_backend"],
+)
 assert current["calls"] == legacy["calls"] == 1
 assert current["outside"] == legacy["outside"] == {}
 torch.testing.assert_close(current["output"], legacy["output"], atol=1e-6, rtol=1e-6)
@@ -174,7 +210,10 @@ print("inside, legacy: ", describe(legacy["inside"]))
 # (``max_pool2d_with_indices``) and pieces of hard-swish outside XNNPACK;
 # the outputs still agree, but more of the program runs on ExecuTorch's CPU kernels.
 
-current, legacy = results["PoolingClassifier", "to_edge_transform_and_lower"], results["PoolingClassifier", "to_edge + to_backend"]
+current, legacy = (
+    results["PoolingClassifier", "to_edge_transform_and_lower"],
+    results["PoolingClassifier", "to_edge + to_backend"],
+)
 assert not current["outside"] and current["calls"] == 1
 assert "max_pool2d_with_indices.default" in legacy["outside"]
 torch.testing.assert_close(current["output"], legacy["output"], atol=1e-5, rtol=1e-5)
@@ -184,21 +223,42 @@ print("deprecation warning:", warnings_seen.messages[0])
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts
 
-assert warnings_seen.messages and all("DEPRECATION" in m for m in warnings_seen.messages)
-facts.record("deprecation_warning", warnings_seen.messages[0], warnings_seen.messages[0])
+assert warnings_seen.messages and all(
+    "DEPRECATION" in m for m in warnings_seen.messages
+)
+facts.record(
+    "deprecation_warning", warnings_seen.messages[0], warnings_seen.messages[0]
+)
 facts.record("deprecation_warning_count", len(warnings_seen.messages))
 facts.record_table(
     "flows",
-    ["Model", "Flow", "Delegate calls", "Operators outside XNNPACK", "Operators inside XNNPACK"],
-    [[model_name, flow, r["calls"], describe(r["outside"]), describe(r["inside"])]
-     for (model_name, flow), r in results.items()],
+    [
+        "Model",
+        "Flow",
+        "Delegate calls",
+        "Operators outside XNNPACK",
+        "Operators inside XNNPACK",
+    ],
+    [
+        [model_name, flow, r["calls"], describe(r["outside"]), describe(r["inside"])]
+        for (model_name, flow), r in results.items()
+    ],
 )
 conv_current = results["ConvClassifier", "to_edge_transform_and_lower"]["output"]
 conv_legacy = results["ConvClassifier", "to_edge + to_backend"]["output"]
-facts.record("conv_flows_difference", (conv_current - conv_legacy).abs().max().item(),
-             f"{(conv_current - conv_legacy).abs().max().item():.1e}")
-facts.record("pooling_legacy_outside", describe(results["PoolingClassifier", "to_edge + to_backend"]["outside"]))
-facts.record("pooling_legacy_calls", results["PoolingClassifier", "to_edge + to_backend"]["calls"])
+facts.record(
+    "conv_flows_difference",
+    (conv_current - conv_legacy).abs().max().item(),
+    f"{(conv_current - conv_legacy).abs().max().item():.1e}",
+)
+facts.record(
+    "pooling_legacy_outside",
+    describe(results["PoolingClassifier", "to_edge + to_backend"]["outside"]),
+)
+facts.record(
+    "pooling_legacy_calls",
+    results["PoolingClassifier", "to_edge + to_backend"]["calls"],
+)
 # sphinx_gallery_end_ignore
 
 # %%
@@ -219,24 +279,37 @@ class CountEdgeOperators(PassBase):
         self.counts = Counter()
 
     def call(self, graph_module):
-        self.counts.update(op_name(node) for node in graph_module.graph.nodes if node.op == "call_function")
+        self.counts.update(
+            op_name(node)
+            for node in graph_module.graph.nodes
+            if node.op == "call_function"
+        )
         return PassResult(graph_module, False)
 
 
 count_operators = CountEdgeOperators()
 model = models["PoolingClassifier"]
-edge = to_edge(torch.export.export(model, example_inputs), compile_config=get_xnnpack_edge_compile_config())
+edge = to_edge(
+    torch.export.export(model, example_inputs),
+    compile_config=get_xnnpack_edge_compile_config(),
+)
 edge = edge.transform(get_transform_passes() + [count_operators])
 edge = edge.to_backend(XnnpackPartitioner())
 print("Edge operators offered to the partitioner:", describe(count_operators.counts))
 
 program = runtime.load_program(edge.to_executorch().buffer)
 with torch.no_grad():
-    torch.testing.assert_close(program.load_method("forward").execute(list(example_inputs))[0],
-                               model(*example_inputs), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        program.load_method("forward").execute(list(example_inputs))[0],
+        model(*example_inputs),
+        atol=1e-5,
+        rtol=1e-5,
+    )
 # [end legacy_own_pass]
 
 # sphinx_gallery_start_ignore
-assert "max_pool2d_with_indices.default" in count_operators.counts, count_operators.counts
+assert "max_pool2d_with_indices.default" in count_operators.counts, (
+    count_operators.counts
+)
 facts.record("own_pass_counts", describe(count_operators.counts))
 # sphinx_gallery_end_ignore

@@ -43,8 +43,12 @@ torch.manual_seed(0)
 float_model = ConvHead().eval()
 example_inputs = (torch.randn(1, 3, 16, 16),)
 
-quantizer = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True))
-prepared = prepare_pt2e(torch.export.export(float_model, example_inputs).module(), quantizer)
+quantizer = XNNPACKQuantizer().set_global(
+    get_symmetric_quantization_config(is_per_channel=True)
+)
+prepared = prepare_pt2e(
+    torch.export.export(float_model, example_inputs).module(), quantizer
+)
 for _ in range(8):
     prepared(torch.randn(1, 3, 16, 16))
 quantized_model = convert_pt2e(prepared)
@@ -74,7 +78,8 @@ def op_name(node: torch.fx.Node) -> str:
 
 
 def read_delegation(graph_module: torch.fx.GraphModule) -> tuple[int, Counter, Counter]:
-    """Delegate calls, operators left outside the delegates, and operators inside them."""
+    """Delegate calls, operators left outside the delegates, and operators inside
+    them."""
     calls, outside, inside = 0, Counter(), Counter()
     for node in graph_module.graph.nodes:
         if node.op != "call_function" or node.target is operator.getitem:
@@ -82,8 +87,11 @@ def read_delegation(graph_module: torch.fx.GraphModule) -> tuple[int, Counter, C
         if node.target is torch.ops.higher_order.executorch_call_delegate:
             calls += 1
             delegate = getattr(graph_module, node.args[0].target)
-            inside.update(op_name(n) for n in delegate.original_module.graph.nodes
-                          if n.op == "call_function" and n.target is not operator.getitem)
+            inside.update(
+                op_name(n)
+                for n in delegate.original_module.graph.nodes
+                if n.op == "call_function" and n.target is not operator.getitem
+            )
         else:
             outside[op_name(node)] += 1
     return calls, outside, inside
@@ -91,7 +99,12 @@ def read_delegation(graph_module: torch.fx.GraphModule) -> tuple[int, Counter, C
 
 def describe(counts: Counter) -> str:
     """``"expand_copy.default ×1, mul.Tensor ×2"``, or ``"none"``."""
-    return ", ".join(f"{name} ×{count}" for name, count in sorted(counts.items())) or "none"
+    return (
+        ", ".join(f"{name} ×{count}" for name, count in sorted(counts.items()))
+        or "none"
+    )
+
+
 # [end read_delegation]
 
 # %%
@@ -104,7 +117,9 @@ def describe(counts: Counter) -> str:
 # XNNPACK, as the partitioner restricted to ``FP32`` does:
 
 # [start missing_out_variants]
-from executorch.backends.xnnpack.partition.config.xnnpack_config import ConfigPrecisionType
+from executorch.backends.xnnpack.partition.config.xnnpack_config import (
+    ConfigPrecisionType,
+)
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 from executorch.backends.xnnpack.utils.configs import get_transform_passes
 from executorch.exir import to_edge_transform_and_lower
@@ -124,8 +139,12 @@ print(missing_kernels_error)
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts
 
-assert missing_kernels_error.startswith("RuntimeError: Missing out variants: {"), missing_kernels_error
-assert "quantized_decomposed::dequantize_per_tensor" in missing_kernels_error, missing_kernels_error
+assert missing_kernels_error.startswith("RuntimeError: Missing out variants: {"), (
+    missing_kernels_error
+)
+assert "quantized_decomposed::dequantize_per_tensor" in missing_kernels_error, (
+    missing_kernels_error
+)
 facts.record("missing_out_variants", missing_kernels_error)
 # sphinx_gallery_end_ignore
 
@@ -135,8 +154,11 @@ facts.record("missing_out_variants", missing_kernels_error)
 # With ``executorch.kernels.quantized`` imported, every setting serialises.
 
 # [start lower_precisions]
-import executorch.kernels.quantized  # noqa: F401  (registers the quantize/dequantize kernels)
-from executorch.backends.xnnpack.partition.config.xnnpack_config import ConfigPrecisionType
+# registers the quantize/dequantize kernels
+import executorch.kernels.quantized  # noqa: F401
+from executorch.backends.xnnpack.partition.config.xnnpack_config import (
+    ConfigPrecisionType,
+)
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 from executorch.backends.xnnpack.utils.configs import get_transform_passes
 from executorch.exir import to_edge_transform_and_lower
@@ -174,9 +196,11 @@ for label, precisions in settings.items():
     program = runtime.load_program(pte_bytes)
     output = program.load_method("forward").execute(list(example_inputs))[0]
     measured[label]["error"] = (output - reference).abs().max().item()
-    print(f"{label:15s} delegate calls {measured[label]['calls']}, "
-          f"quantize/dequantize nodes outside {measured[label]['q/dq outside']}, "
-          f"outside: {describe(outside)}")
+    print(
+        f"{label:15s} delegate calls {measured[label]['calls']}, "
+        f"quantize/dequantize nodes outside {measured[label]['q/dq outside']}, "
+        f"outside: {describe(outside)}"
+    )
 # [end lower_precisions]
 
 # %%
@@ -189,33 +213,57 @@ for label, precisions in settings.items():
 output_scales = [
     node.args[1]
     for node in quantized_model.graph.nodes
-    if node.op == "call_function" and "quantize_per_tensor" in str(node.target) and "dequantize" not in str(node.target)
+    if node.op == "call_function"
+    and "quantize_per_tensor" in str(node.target)
+    and "dequantize" not in str(node.target)
 ]
 tolerance = float(output_scales[-1])
 for label, result in measured.items():
     assert result["error"] <= tolerance, (label, result["error"], tolerance)
-    print(f"{label:15s} max abs error vs quantized eager: {result['error']:.1e} (tolerance {tolerance:.1e})")
+    print(
+        f"{label:15s} max abs error vs quantized eager: {result['error']:.1e} "
+        f"(tolerance {tolerance:.1e})"
+    )
 
 # sphinx_gallery_start_ignore
 default, fp32, static, dynamic = (measured[k] for k in settings)
-assert reference.abs().max().item() > 10 * tolerance, "outputs too small for the tolerance to mean anything"
+assert reference.abs().max().item() > 10 * tolerance, (
+    "outputs too small for the tolerance to mean anything"
+)
 # Default and STATIC_QUANT: the whole int8 graph in one delegate.
 assert default["calls"] == 1 and not default["outside"], default
-assert static["calls"] == default["calls"] and static["outside"] == default["outside"], static
+assert (
+    static["calls"] == default["calls"] and static["outside"] == default["outside"]
+), static
 # FP32 only: the quantize/dequantize nodes (and the conv, whose weight is a
 # dequantize node, not a parameter) stay out; int8 work moves to ExecuTorch's CPU kernels.
 assert fp32["q/dq outside"] > 0 and fp32["calls"] > default["calls"], fp32
 assert "convolution.default" in fp32["outside"], fp32
 # DYNAMIC_QUANT only: the static conv and linear are still taken (GEMM configs
 # check the precision they support, not the ones enabled); other q/dq stay out.
-assert dynamic["q/dq outside"] > 0 and "convolution.default" in dynamic["inside"], dynamic
+assert dynamic["q/dq outside"] > 0 and "convolution.default" in dynamic["inside"], (
+    dynamic
+)
 assert "linear.default" in dynamic["inside"]
 facts.record_table(
     "precisions",
-    ["config_precisions", "Delegate calls", "Quantize/dequantize nodes outside", "Operators outside XNNPACK",
-     "Max abs error vs quantized eager"],
-    [[label, r["calls"], r["q/dq outside"], describe(r["outside"]), f"{r['error']:.1e}"]
-     for label, r in measured.items()],
+    [
+        "config_precisions",
+        "Delegate calls",
+        "Quantize/dequantize nodes outside",
+        "Operators outside XNNPACK",
+        "Max abs error vs quantized eager",
+    ],
+    [
+        [
+            label,
+            r["calls"],
+            r["q/dq outside"],
+            describe(r["outside"]),
+            f"{r['error']:.1e}",
+        ]
+        for label, r in measured.items()
+    ],
 )
 facts.record("tolerance", tolerance, f"{tolerance:.1e}")
 facts.record("fp32_qdq_outside", fp32["q/dq outside"])
@@ -251,15 +299,21 @@ for path in sys.argv[1:]:
 """
 completed = subprocess.run(
     [sys.executable, "-c", child, "conv_head_int8_none.pte", "conv_head_int8_fp32.pte"],
-    capture_output=True, text=True, timeout=300,
+    capture_output=True,
+    text=True,
+    timeout=300,
 )
 print(completed.stdout.strip())
 print(f"child process exit code: {completed.returncode}")
 # [end load_from_path]
 
 # sphinx_gallery_start_ignore
-assert "ran conv_head_int8_none.pte" in completed.stdout, completed.stdout + completed.stderr
-assert "ran conv_head_int8_fp32.pte" not in completed.stdout, "loading from a path works now: update the page"
+assert "ran conv_head_int8_none.pte" in completed.stdout, (
+    completed.stdout + completed.stderr
+)
+assert "ran conv_head_int8_fp32.pte" not in completed.stdout, (
+    "loading from a path works now: update the page"
+)
 assert completed.returncode != 0, completed.returncode
 facts.record("path_load_exit_code", completed.returncode)
 # sphinx_gallery_end_ignore

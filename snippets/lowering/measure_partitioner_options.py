@@ -22,15 +22,22 @@ quantized model and has :doc:`its own recipe
 import inspect
 import re
 
-from executorch.backends.xnnpack.partition.config.xnnpack_config import XNNPartitionerConfig
+from executorch.backends.xnnpack.partition.config.xnnpack_config import (
+    XNNPartitionerConfig,
+)
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 
-for name, parameter in inspect.signature(XnnpackPartitioner.__init__).parameters.items():
+for name, parameter in inspect.signature(
+    XnnpackPartitioner.__init__
+).parameters.items():
     if parameter.kind is parameter.VAR_KEYWORD:
         print(f"**{name}: passed on to every partitioner config")
     elif name != "self":
         print(f"{name}: default {parameter.default!r}")
-config_keywords = re.findall(r'kwargs\.get\(\s*"(\w+)",\s*([^)]+)\)', inspect.getsource(XNNPartitionerConfig.__init__))
+config_keywords = re.findall(
+    r'kwargs\.get\(\s*"(\w+)",\s*([^)]+)\)',
+    inspect.getsource(XNNPartitionerConfig.__init__),
+)
 for name, default in config_keywords:
     print(f"  read by every config: {name}: default {default.strip()}")
 # [end partitioner_signature]
@@ -38,13 +45,30 @@ for name, default in config_keywords:
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts
 
-own = {n: p for n, p in inspect.signature(XnnpackPartitioner.__init__).parameters.items() if n != "self"}
-assert {"configs", "config_precisions", "per_op_mode", "verbose", "kwargs"} <= set(own), own
-assert dict(config_keywords).keys() >= {"force_non_static_weights_for_f32_linear", "enable_bf16"}, config_keywords
+own = {
+    n: p
+    for n, p in inspect.signature(XnnpackPartitioner.__init__).parameters.items()
+    if n != "self"
+}
+assert {"configs", "config_precisions", "per_op_mode", "verbose", "kwargs"} <= set(
+    own
+), own
+assert dict(config_keywords).keys() >= {
+    "force_non_static_weights_for_f32_linear",
+    "enable_bf16",
+}, config_keywords
 option_rows = [
-    [name, "" if p.default is p.empty else repr(p.default), "XnnpackPartitioner.__init__"]
-    for name, p in own.items() if p.kind is not p.VAR_KEYWORD
-] + [[name, default.strip(), "XNNPartitionerConfig.__init__ (via **kwargs)"] for name, default in config_keywords]
+    [
+        name,
+        "" if p.default is p.empty else repr(p.default),
+        "XnnpackPartitioner.__init__",
+    ]
+    for name, p in own.items()
+    if p.kind is not p.VAR_KEYWORD
+] + [
+    [name, default.strip(), "XNNPartitionerConfig.__init__ (via **kwargs)"]
+    for name, default in config_keywords
+]
 facts.record_table("options", ["Option", "Default", "Read by"], option_rows)
 facts.record("option_count", len(option_rows))
 # sphinx_gallery_end_ignore
@@ -60,17 +84,28 @@ import executorch.backends.xnnpack.partition.xnnpack_partitioner as partitioner_
 
 subclasses = {}
 for name, cls in vars(partitioner_module).items():
-    if inspect.isclass(cls) and issubclass(cls, XnnpackPartitioner) and cls is not XnnpackPartitioner:
+    if (
+        inspect.isclass(cls)
+        and issubclass(cls, XnnpackPartitioner)
+        and cls is not XnnpackPartitioner
+    ):
         instance = cls()
-        enabled = {p.name for c in instance.target_partitioner_configs.values() for p in c.enabled_precision_types}
+        enabled = {
+            p.name
+            for c in instance.target_partitioner_configs.values()
+            for p in c.enabled_precision_types
+        }
         subclasses[name] = sorted(enabled)
         print(f"{name}: {', '.join(sorted(enabled))}")
 # [end partitioner_subclasses]
 
 # sphinx_gallery_start_ignore
 assert subclasses, "no XnnpackPartitioner subclasses found"
-facts.record_table("subclasses", ["Class", "Precisions its configs enable"],
-                   [[name, ", ".join(enabled)] for name, enabled in subclasses.items()])
+facts.record_table(
+    "subclasses",
+    ["Class", "Precisions its configs enable"],
+    [[name, ", ".join(enabled)] for name, enabled in subclasses.items()],
+)
 # sphinx_gallery_end_ignore
 
 # %%
@@ -95,7 +130,8 @@ def op_name(node: torch.fx.Node) -> str:
 
 
 def read_delegation(graph_module: torch.fx.GraphModule) -> tuple[int, Counter, Counter]:
-    """Delegate calls, operators left outside the delegates, and operators inside them."""
+    """Delegate calls, operators left outside the delegates, and operators inside
+    them."""
     calls, outside, inside = 0, Counter(), Counter()
     for node in graph_module.graph.nodes:
         if node.op != "call_function" or node.target is operator.getitem:
@@ -103,8 +139,11 @@ def read_delegation(graph_module: torch.fx.GraphModule) -> tuple[int, Counter, C
         if node.target is torch.ops.higher_order.executorch_call_delegate:
             calls += 1
             delegate = getattr(graph_module, node.args[0].target)
-            inside.update(op_name(n) for n in delegate.original_module.graph.nodes
-                          if n.op == "call_function" and n.target is not operator.getitem)
+            inside.update(
+                op_name(n)
+                for n in delegate.original_module.graph.nodes
+                if n.op == "call_function" and n.target is not operator.getitem
+            )
         else:
             outside[op_name(node)] += 1
     return calls, outside, inside
@@ -112,7 +151,12 @@ def read_delegation(graph_module: torch.fx.GraphModule) -> tuple[int, Counter, C
 
 def describe(counts: Counter) -> str:
     """``"expand_copy.default ×1, mul.Tensor ×2"``, or ``"none"``."""
-    return ", ".join(f"{name} ×{count}" for name, count in sorted(counts.items())) or "none"
+    return (
+        ", ".join(f"{name} ×{count}" for name, count in sorted(counts.items()))
+        or "none"
+    )
+
+
 # [end read_delegation]
 
 # %%
@@ -154,7 +198,9 @@ def lower_and_check(model, example_inputs, partitioner, path, atol=1e-5):
     graph_module = edge.exported_program().graph_module
     calls, outside, _ = read_delegation(graph_module)
     delegate_nodes = [
-        node for node in graph_module.graph.nodes if node.target is torch.ops.higher_order.executorch_call_delegate
+        node
+        for node in graph_module.graph.nodes
+        if node.target is torch.ops.higher_order.executorch_call_delegate
     ]
     measured = {
         "delegate calls": calls,
@@ -176,8 +222,13 @@ def lower_and_check(model, example_inputs, partitioner, path, atol=1e-5):
 torch.manual_seed(0)
 model = SmallConvNet().eval()
 example_inputs = (torch.randn(1, 3, 16, 16),)
-default = lower_and_check(model, example_inputs, XnnpackPartitioner(), "options_default.pte")
-print(f"default: {default['delegate calls']} delegate call(s), outside: {describe(default['outside'])}")
+default = lower_and_check(
+    model, example_inputs, XnnpackPartitioner(), "options_default.pte"
+)
+print(
+    f"default: {default['delegate calls']} delegate call(s), outside: "
+    f"{describe(default['outside'])}"
+)
 # [end options_model]
 
 # %%
@@ -189,14 +240,20 @@ print(f"default: {default['delegate calls']} delegate call(s), outside: {describ
 # into XNNPACK, each crossing back to the runtime.
 
 # [start per_op_mode]
-per_op = lower_and_check(model, example_inputs, XnnpackPartitioner(per_op_mode=True), "options_per_op.pte")
-print(f"per_op_mode=True: {per_op['delegate calls']} delegate calls "
-      f"(default: {default['delegate calls']}), outside: {describe(per_op['outside'])}")
+per_op = lower_and_check(
+    model, example_inputs, XnnpackPartitioner(per_op_mode=True), "options_per_op.pte"
+)
+print(
+    f"per_op_mode=True: {per_op['delegate calls']} delegate calls "
+    f"(default: {default['delegate calls']}), outside: {describe(per_op['outside'])}"
+)
 # [end per_op_mode]
 
 # sphinx_gallery_start_ignore
 assert default["delegate calls"] == 1 and not default["outside"], default
-assert per_op["delegate calls"] > default["delegate calls"] and not per_op["outside"], per_op
+assert per_op["delegate calls"] > default["delegate calls"] and not per_op["outside"], (
+    per_op
+)
 # sphinx_gallery_end_ignore
 
 # %%
@@ -218,13 +275,22 @@ import sys
 
 layers, width = 4, 1024
 stack = torch.nn.Sequential(
-    *[torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.ReLU()) for _ in range(layers)]
+    *[
+        torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.ReLU())
+        for _ in range(layers)
+    ]
 ).eval()
 stack_inputs = (torch.randn(1, width),)
 weight_mib = sum(p.numel() * p.element_size() for p in stack.parameters()) / 2**20
-stack_default = lower_and_check(stack, stack_inputs, XnnpackPartitioner(), "options_stack_default.pte", atol=1e-4)
+stack_default = lower_and_check(
+    stack, stack_inputs, XnnpackPartitioner(), "options_stack_default.pte", atol=1e-4
+)
 stack_per_op = lower_and_check(
-    stack, stack_inputs, XnnpackPartitioner(per_op_mode=True), "options_stack_per_op.pte", atol=1e-4
+    stack,
+    stack_inputs,
+    XnnpackPartitioner(per_op_mode=True),
+    "options_stack_per_op.pte",
+    atol=1e-4,
 )
 
 child = """
@@ -233,7 +299,9 @@ from executorch.runtime import Runtime
 runtime = Runtime.get()
 def memory(field):  # Linux: VmRSS is resident memory now, VmHWM its peak
     with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) * 1024 for line in status if line.startswith(field))
+        return next(
+            int(line.split()[1]) * 1024 for line in status if line.startswith(field)
+        )
 inputs = [torch.randn(1, int(sys.argv[1]))]
 measured = {}
 for path in sys.argv[2:]:
@@ -252,18 +320,31 @@ for path in sys.argv[2:]:
     del method, program
 print(json.dumps(measured))
 """
-paths = {"default": "options_stack_default.pte", "per_op_mode=True": "options_stack_per_op.pte"}
-completed = subprocess.run([sys.executable, "-c", child, str(width), *paths.values()],
-                           capture_output=True, text=True, timeout=300, check=True)
+paths = {
+    "default": "options_stack_default.pte",
+    "per_op_mode=True": "options_stack_per_op.pte",
+}
+completed = subprocess.run(
+    [sys.executable, "-c", child, str(width), *paths.values()],
+    capture_output=True,
+    text=True,
+    timeout=300,
+    check=True,
+)
 measured = json.loads(completed.stdout.strip().splitlines()[-1])
 memory = {name: measured[path] for name, path in paths.items()}
 print(f"weights: {weight_mib:.0f} MiB in {layers} layers")
 for name, measured in memory.items():
-    print(f"{name}: load raised peak memory by {measured['load_peak_mib']:.0f} MiB, one run {measured['run_ms']:.1f} ms")
+    print(
+        f"{name}: load raised peak memory by {measured['load_peak_mib']:.0f} MiB, one "
+        f"run {measured['run_ms']:.1f} ms"
+    )
 # [end per_op_memory]
 
 # sphinx_gallery_start_ignore
-assert stack_default["delegate calls"] == 1 and stack_per_op["delegate calls"] == layers, (stack_default, stack_per_op)
+assert (
+    stack_default["delegate calls"] == 1 and stack_per_op["delegate calls"] == layers
+), (stack_default, stack_per_op)
 default_peak = memory["default"]["load_peak_mib"]
 per_op_peak = memory["per_op_mode=True"]["load_peak_mib"]
 # What the page says: one delegate peaks near twice the weights (unpacked and
@@ -275,8 +356,16 @@ facts.record("stack_width", width)
 facts.record("stack_weight_mib", weight_mib, f"{weight_mib:.0f} MiB")
 facts.record("default_load_peak", default_peak, f"{default_peak:.0f} MiB")
 facts.record("per_op_load_peak", per_op_peak, f"{per_op_peak:.0f} MiB")
-facts.record("default_run_ms", memory["default"]["run_ms"], f"{memory['default']['run_ms']:.1f} ms")
-facts.record("per_op_run_ms", memory["per_op_mode=True"]["run_ms"], f"{memory['per_op_mode=True']['run_ms']:.1f} ms")
+facts.record(
+    "default_run_ms",
+    memory["default"]["run_ms"],
+    f"{memory['default']['run_ms']:.1f} ms",
+)
+facts.record(
+    "per_op_run_ms",
+    memory["per_op_mode=True"]["run_ms"],
+    f"{memory['per_op_mode=True']['run_ms']:.1f} ms",
+)
 # sphinx_gallery_end_ignore
 
 # %%
@@ -296,13 +385,21 @@ from executorch.backends.xnnpack.partition.config.generic_node_configs import Re
 
 print(f"{len(ALL_PARTITIONER_CONFIGS)} configs by default")
 only_conv_relu = lower_and_check(
-    model, example_inputs, XnnpackPartitioner(configs=[ConvolutionConfig, ReLUConfig]), "options_configs.pte"
+    model,
+    example_inputs,
+    XnnpackPartitioner(configs=[ConvolutionConfig, ReLUConfig]),
+    "options_configs.pte",
 )
-print(f"configs=[ConvolutionConfig, ReLUConfig]: outside: {describe(only_conv_relu['outside'])}")
+print(
+    "configs=[ConvolutionConfig, ReLUConfig]: outside: "
+    f"{describe(only_conv_relu['outside'])}"
+)
 # [end configs_option]
 
 # sphinx_gallery_start_ignore
-assert {"addmm.default", "max_pool2d_with_indices.default"} <= set(only_conv_relu["outside"]), only_conv_relu
+assert {"addmm.default", "max_pool2d_with_indices.default"} <= set(
+    only_conv_relu["outside"]
+), only_conv_relu
 assert "convolution.default" not in only_conv_relu["outside"]
 facts.record("all_configs_count", len(ALL_PARTITIONER_CONFIGS))
 # sphinx_gallery_end_ignore
@@ -330,26 +427,43 @@ class KeepRecords(logging.Handler):
         self.records.append(record)
 
 
-partitioner_logger = logging.getLogger("executorch.backends.xnnpack.partition.xnnpack_partitioner")
+partitioner_logger = logging.getLogger(
+    "executorch.backends.xnnpack.partition.xnnpack_partitioner"
+)
 config_logger = logging.getLogger("executorch.backends.xnnpack.partition.config")
 kept = KeepRecords()
 partitioner_logger.addHandler(kept)
 config_logger.addHandler(kept)
 level_before = partitioner_logger.level
 
-verbose = lower_and_check(model, example_inputs, XnnpackPartitioner(verbose=True), "options_verbose.pte")
+verbose = lower_and_check(
+    model, example_inputs, XnnpackPartitioner(verbose=True), "options_verbose.pte"
+)
 level_after = partitioner_logger.level
-print(f"logger level before: {logging.getLevelName(level_before)}, after: {logging.getLevelName(level_after)}")
-verbose_messages = [f"{record.levelname} {record.name}: {record.getMessage()}" for record in kept.records]
+print(
+    f"logger level before: {logging.getLevelName(level_before)}, after: "
+    f"{logging.getLevelName(level_after)}"
+)
+verbose_messages = [
+    f"{record.levelname} {record.name}: {record.getMessage()}"
+    for record in kept.records
+]
 print("\n".join(verbose_messages))
 
 # Rejection reasons: lower a softmax over dim 0, which XNNPACK's config refuses.
 config_logger.setLevel(logging.DEBUG)
 kept.records.clear()
 rejected = lower_and_check(
-    torch.nn.Softmax(dim=0), (torch.randn(4, 8),), XnnpackPartitioner(), "options_rejected_softmax.pte"
+    torch.nn.Softmax(dim=0),
+    (torch.randn(4, 8),),
+    XnnpackPartitioner(),
+    "options_rejected_softmax.pte",
 )
-reasons = [record.getMessage() for record in kept.records if "WhyNoPartition" in record.getMessage()]
+reasons = [
+    record.getMessage()
+    for record in kept.records
+    if "WhyNoPartition" in record.getMessage()
+]
 print(reasons[0])
 
 # Undo the lasting changes, so later lowering in this process is quiet again.
@@ -386,18 +500,30 @@ facts.record("why_no_partition", reasons[0])
 # convolutions.
 
 # [start non_static_weights]
-mlp = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)).eval()
+mlp = torch.nn.Sequential(
+    torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)
+).eval()
 mlp_inputs = (torch.randn(2, 16),)
-packed = lower_and_check(mlp, mlp_inputs, XnnpackPartitioner(), "options_mlp_packed.pte")
-as_inputs = lower_and_check(
-    mlp, mlp_inputs, XnnpackPartitioner(force_non_static_weights_for_f32_linear=True), "options_mlp_inputs.pte"
+packed = lower_and_check(
+    mlp, mlp_inputs, XnnpackPartitioner(), "options_mlp_packed.pte"
 )
-print(f"delegate inputs: default {packed['delegate inputs']}, with the flag {as_inputs['delegate inputs']}")
+as_inputs = lower_and_check(
+    mlp,
+    mlp_inputs,
+    XnnpackPartitioner(force_non_static_weights_for_f32_linear=True),
+    "options_mlp_inputs.pte",
+)
+print(
+    f"delegate inputs: default {packed['delegate inputs']}, with the flag "
+    f"{as_inputs['delegate inputs']}"
+)
 
 conv = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU()).eval()
 try:
     lower_and_check(
-        conv, (torch.randn(1, 3, 8, 8),), XnnpackPartitioner(force_non_static_weights_for_f32_linear=True),
+        conv,
+        (torch.randn(1, 3, 8, 8),),
+        XnnpackPartitioner(force_non_static_weights_for_f32_linear=True),
         "options_conv_inputs.pte",
     )
     conv_error = None
@@ -425,14 +551,24 @@ facts.record("conv_flag_error", conv_error)
 # [start enable_bf16]
 bf16_model = torch.nn.Sequential(torch.nn.Linear(16, 8)).to(torch.bfloat16).eval()
 bf16_inputs = (torch.randn(2, 16, dtype=torch.bfloat16),)
-bf16_default = lower_and_check(bf16_model, bf16_inputs, XnnpackPartitioner(), "options_bf16_default.pte", atol=2e-2)
-bf16_enabled = lower_and_check(
-    bf16_model, bf16_inputs, XnnpackPartitioner(enable_bf16=True), "options_bf16_enabled.pte", atol=2e-2
+bf16_default = lower_and_check(
+    bf16_model, bf16_inputs, XnnpackPartitioner(), "options_bf16_default.pte", atol=2e-2
 )
-print(f"default:           {bf16_default['delegate calls']} delegate call(s), "
-      f"outside: {describe(bf16_default['outside'])}")
-print(f"enable_bf16=True:  {bf16_enabled['delegate calls']} delegate call(s), "
-      f"outside: {describe(bf16_enabled['outside'])}")
+bf16_enabled = lower_and_check(
+    bf16_model,
+    bf16_inputs,
+    XnnpackPartitioner(enable_bf16=True),
+    "options_bf16_enabled.pte",
+    atol=2e-2,
+)
+print(
+    f"default:           {bf16_default['delegate calls']} delegate call(s), "
+    f"outside: {describe(bf16_default['outside'])}"
+)
+print(
+    f"enable_bf16=True:  {bf16_enabled['delegate calls']} delegate call(s), "
+    f"outside: {describe(bf16_enabled['outside'])}"
+)
 # [end enable_bf16]
 
 # %%
@@ -442,9 +578,13 @@ print(f"enable_bf16=True:  {bf16_enabled['delegate calls']} delegate call(s), "
 # [start fp16_default]
 fp16_model = torch.nn.Sequential(torch.nn.Linear(16, 8)).to(torch.float16).eval()
 fp16_inputs = (torch.randn(2, 16, dtype=torch.float16),)
-fp16_default = lower_and_check(fp16_model, fp16_inputs, XnnpackPartitioner(), "options_fp16_default.pte", atol=1e-2)
-print(f"fp16 Linear, default: {fp16_default['delegate calls']} delegate call(s), "
-      f"outside: {describe(fp16_default['outside'])}")
+fp16_default = lower_and_check(
+    fp16_model, fp16_inputs, XnnpackPartitioner(), "options_fp16_default.pte", atol=1e-2
+)
+print(
+    f"fp16 Linear, default: {fp16_default['delegate calls']} delegate call(s), "
+    f"outside: {describe(fp16_default['outside'])}"
+)
 # [end fp16_default]
 
 # sphinx_gallery_start_ignore
@@ -468,9 +608,25 @@ measured = [
 ]
 facts.record_table(
     "measured",
-    ["Option", "Model", "Delegate calls", "Inputs per delegate call", "Operators outside XNNPACK", "Max abs error vs eager"],
-    [[option, name, m["delegate calls"], ", ".join(map(str, m["delegate inputs"])) or "-",
-      describe(m["outside"]), f"{m['max abs error']:.1e}"] for option, name, m in measured],
+    [
+        "Option",
+        "Model",
+        "Delegate calls",
+        "Inputs per delegate call",
+        "Operators outside XNNPACK",
+        "Max abs error vs eager",
+    ],
+    [
+        [
+            option,
+            name,
+            m["delegate calls"],
+            ", ".join(map(str, m["delegate inputs"])) or "-",
+            describe(m["outside"]),
+            f"{m['max abs error']:.1e}",
+        ]
+        for option, name, m in measured
+    ],
 )
 facts.record("per_op_calls", per_op["delegate calls"])
 facts.record("default_calls", default["delegate calls"])

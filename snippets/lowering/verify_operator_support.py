@@ -30,20 +30,32 @@ claims = [
     for config in ALL_PARTITIONER_CONFIGS
     for precision in config().supported_precision_types()
 ]
-print(f"{len({target for target, _ in claims})} operators, {len(claims)} (operator, precision) claims")
+print(
+    f"{len({target for target, _ in claims})} operators, {len(claims)} (operator, "
+    "precision) claims"
+)
 print(Counter(precision for _, precision in claims))
-print("fp32:", ", ".join(sorted(target for target, precision in claims if precision == "FP32")))
+print(
+    "fp32:",
+    ", ".join(sorted(target for target, precision in claims if precision == "FP32")),
+)
 
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts
 from xnnguide.recipe_checks import operator_probe_models, operator_probes
 
 # The reader's list of claims is the one the operator support table probes.
-precision_names = {"FP32": operator_probes.FP32, "STATIC_QUANT": operator_probes.INT8,
-                   "DYNAMIC_QUANT": operator_probes.DYNAMIC_INT8}
-assert sorted((target, precision_names.get(precision, precision.lower())) for target, precision in claims) == sorted(
-    (claim.target, claim.precision) for claim in operator_probes.claims()
-), "the recipe's claims differ from xnnguide.recipe_checks.operator_probes.claims()"
+precision_names = {
+    "FP32": operator_probes.FP32,
+    "STATIC_QUANT": operator_probes.INT8,
+    "DYNAMIC_QUANT": operator_probes.DYNAMIC_INT8,
+}
+assert sorted(
+    (target, precision_names.get(precision, precision.lower()))
+    for target, precision in claims
+) == sorted((claim.target, claim.precision) for claim in operator_probes.claims()), (
+    "the recipe's claims differ from xnnguide.recipe_checks.operator_probes.claims()"
+)
 # sphinx_gallery_end_ignore
 
 # %%
@@ -75,17 +87,24 @@ ATOL = RTOL = 1e-4
 
 
 def probe(target, model, inputs):
-    """Lower *model* to XNNPACK and run it; say whether *target* was delegated and how close it ran."""
+    """Lower *model* to XNNPACK and run it; say whether *target* was delegated and how
+    close it ran."""
     edge = to_edge_transform_and_lower(
         torch.export.export(model, inputs),
         transform_passes=get_transform_passes(),
         partitioner=[XnnpackPartitioner()],
     )
     delegation = get_delegation_info(edge.exported_program().graph_module)
-    counts = delegation.delegation_by_operator.get("aten_" + target.replace(".", "_").lower())
-    delegated = counts is not None and counts.delegated > 0 and counts.non_delegated == 0
+    counts = delegation.delegation_by_operator.get(
+        "aten_" + target.replace(".", "_").lower()
+    )
+    delegated = (
+        counts is not None and counts.delegated > 0 and counts.non_delegated == 0
+    )
 
-    program = runtime.load_program(edge.to_executorch().buffer)  # keep it alive while its method runs
+    program = runtime.load_program(
+        edge.to_executorch().buffer
+    )  # keep it alive while its method runs
     actual = program.load_method("forward").execute(list(inputs))[0]
     with torch.no_grad():
         expected = model(*inputs)
@@ -95,8 +114,13 @@ def probe(target, model, inputs):
 
 
 torch.manual_seed(0)
-delegated, error, tolerance = probe("hardswish.default", torch.nn.Hardswish(), (torch.randn(2, 16) * 4,))
-print(f"hardswish.default: delegated={delegated}, error {error:.1e} (tolerance {tolerance:.1e})")
+delegated, error, tolerance = probe(
+    "hardswish.default", torch.nn.Hardswish(), (torch.randn(2, 16) * 4,)
+)
+print(
+    f"hardswish.default: delegated={delegated}, error {error:.1e} (tolerance "
+    f"{tolerance:.1e})"
+)
 assert delegated and error <= tolerance
 # [end probe_one]
 
@@ -121,7 +145,10 @@ more_probes = {
 for target, (model, inputs) in more_probes.items():
     assert (target, "FP32") in claims, target
     delegated, error, tolerance = probe(target, model, inputs)
-    print(f"{target}: delegated={delegated}, error {error:.1e} (tolerance {tolerance:.1e})")
+    print(
+        f"{target}: delegated={delegated}, error {error:.1e} (tolerance "
+        f"{tolerance:.1e})"
+    )
     assert delegated and error <= tolerance, target
 
 # %%
@@ -132,21 +159,35 @@ for target, (model, inputs) in more_probes.items():
 # the last one), and a model that lacks the operator it is judged for.
 
 # [start negative_controls]
-wrong_axis, _, _ = probe("_softmax.default", torch.nn.Softmax(dim=0), (torch.randn(4, 8),))
+wrong_axis, _, _ = probe(
+    "_softmax.default", torch.nn.Softmax(dim=0), (torch.randn(4, 8),)
+)
 absent, _, _ = probe("_softmax.default", torch.nn.ReLU(), (torch.randn(2, 16),))
-print(f"softmax over dim 0 delegated: {wrong_axis}; relu model judged as softmax: {absent}")
+print(
+    f"softmax over dim 0 delegated: {wrong_axis}; relu model judged as softmax: "
+    f"{absent}"
+)
 assert not wrong_axis and not absent
 # [end negative_controls]
 
 # sphinx_gallery_start_ignore
 # The same two negative controls fail through the table's engine, with the same tolerance.
 assert (ATOL, RTOL) == (operator_probes.FP32_ATOL, operator_probes.FP32_RTOL)
-softmax_claim = operator_probes.Claim("_softmax.default", "SoftmaxConfig", operator_probes.FP32)
-site_wrong_axis = operator_probes.run_probe(
-    softmax_claim, runtime, build=lambda: (torch.nn.Softmax(dim=0), (torch.randn(4, 8),))
+softmax_claim = operator_probes.Claim(
+    "_softmax.default", "SoftmaxConfig", operator_probes.FP32
 )
-site_absent = operator_probes.run_probe(softmax_claim, runtime, operator_probe_models.FP32_PROBES["relu.default"])
-assert site_wrong_axis.status == site_absent.status == operator_probes.NOT_DELEGATED, (site_wrong_axis, site_absent)
+site_wrong_axis = operator_probes.run_probe(
+    softmax_claim,
+    runtime,
+    build=lambda: (torch.nn.Softmax(dim=0), (torch.randn(4, 8),)),
+)
+site_absent = operator_probes.run_probe(
+    softmax_claim, runtime, operator_probe_models.FP32_PROBES["relu.default"]
+)
+assert site_wrong_axis.status == site_absent.status == operator_probes.NOT_DELEGATED, (
+    site_wrong_axis,
+    site_absent,
+)
 facts.record("negative_softmax", site_wrong_axis.cell())
 facts.record("negative_absent", site_absent.cell())
 # sphinx_gallery_end_ignore

@@ -68,7 +68,9 @@ import torchvision
 
 
 def calibrate_batchnorm(model, batches=4, batch_size=8):
-    norms = [module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)]
+    norms = [
+        module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)
+    ]
     momenta = [norm.momentum for norm in norms]
     for norm in norms:
         norm.reset_running_stats()
@@ -127,13 +129,19 @@ from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 
 def quantize_int8(model, example_inputs, calibration_inputs):
-    quantizer = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True))
+    quantizer = XNNPACKQuantizer().set_global(
+        get_symmetric_quantization_config(is_per_channel=True)
+    )
     # The quantizer's conv + batch-norm patterns serve quantization-aware
     # training only. prepare_pt2e folds batch norm into the convolutions
     # before annotating, so they cannot match here, yet tracing them costs
     # seconds per model: drop them.
-    quantizer.SUPPORTED_PATTERNS = [p for p in quantizer.SUPPORTED_PATTERNS if not p.is_qat]
-    prepared = prepare_pt2e(torch.export.export(model, example_inputs).module(), quantizer)
+    quantizer.SUPPORTED_PATTERNS = [
+        p for p in quantizer.SUPPORTED_PATTERNS if not p.is_qat
+    ]
+    prepared = prepare_pt2e(
+        torch.export.export(model, example_inputs).module(), quantizer
+    )
     with torch.no_grad():
         for inputs in calibration_inputs:
             prepared(*inputs)
@@ -143,7 +151,9 @@ def quantize_int8(model, example_inputs, calibration_inputs):
 def write_pte(exported_program, path, xnnpack):
     if xnnpack:
         lowered = to_edge_transform_and_lower(
-            exported_program, transform_passes=get_transform_passes(), partitioner=[XnnpackPartitioner()]
+            exported_program,
+            transform_passes=get_transform_passes(),
+            partitioner=[XnnpackPartitioner()],
         )
     else:
         lowered = to_edge_transform_and_lower(exported_program)
@@ -160,11 +170,17 @@ for name, model in models.items():
     stem = "benchmark_" + name.lower().replace(" ", "_").replace("-", "")
     exported = torch.export.export(model, example_inputs)
     if name in PORTABLE:
-        programs[name, "portable"] = write_pte(exported, f"{stem}_portable.pte", xnnpack=False)
-    programs[name, "XNNPACK fp32"] = write_pte(exported, f"{stem}_xnnpack_fp32.pte", xnnpack=True)
+        programs[name, "portable"] = write_pte(
+            exported, f"{stem}_portable.pte", xnnpack=False
+        )
+    programs[name, "XNNPACK fp32"] = write_pte(
+        exported, f"{stem}_xnnpack_fp32.pte", xnnpack=True
+    )
     quantized_models[name] = quantize_int8(model, example_inputs, calibration_inputs)
     exported_int8 = torch.export.export(quantized_models[name], example_inputs)
-    programs[name, "XNNPACK int8"] = write_pte(exported_int8, f"{stem}_xnnpack_int8.pte", xnnpack=True)
+    programs[name, "XNNPACK int8"] = write_pte(
+        exported_int8, f"{stem}_xnnpack_int8.pte", xnnpack=True
+    )
 
 for (name, program), path in programs.items():
     print(f"{name:>12} {program:<13} {os.path.getsize(path) / 1e6:6.1f} MB  {path}")
@@ -200,27 +216,52 @@ with torch.no_grad():
         for program in ("portable", "XNNPACK fp32"):
             if (name, program) not in programs:
                 continue
-            output = load_forward(programs[name, program]).execute(list(example_inputs))[0]
+            output = load_forward(programs[name, program]).execute(
+                list(example_inputs)
+            )[0]
             torch.testing.assert_close(output, eager, atol=1e-3, rtol=1e-3)
-        output_int8 = load_forward(programs[name, "XNNPACK int8"]).execute(list(example_inputs))[0]
+        output_int8 = load_forward(programs[name, "XNNPACK int8"]).execute(
+            list(example_inputs)
+        )[0]
         torch.testing.assert_close(output_int8, eager_int8, atol=0.15, rtol=0.0)
-        int8_similarity[name] = torch.nn.functional.cosine_similarity(output_int8, eager_int8).item()
-        assert int8_similarity[name] > 0.97, f"{name}: the int8 program does not follow the int8 model"
-        int8_rows.append([name, f"{(output_int8 - eager_int8).abs().max():.3f}", f"{int8_similarity[name]:.4f}",
-                          f"{(output_int8 - eager).abs().max():.3f}", f"{eager.abs().max():.2f}"])
-        print("{}: int8 .pte vs int8 eager: max |diff| {}, cosine {}; vs fp32 eager: max |diff| {}; "
-              "largest fp32 output {}".format(*int8_rows[-1]))
+        int8_similarity[name] = torch.nn.functional.cosine_similarity(
+            output_int8, eager_int8
+        ).item()
+        assert int8_similarity[name] > 0.97, (
+            f"{name}: the int8 program does not follow the int8 model"
+        )
+        int8_rows.append(
+            [
+                name,
+                f"{(output_int8 - eager_int8).abs().max():.3f}",
+                f"{int8_similarity[name]:.4f}",
+                f"{(output_int8 - eager).abs().max():.3f}",
+                f"{eager.abs().max():.2f}",
+            ]
+        )
+        print(
+            "{}: int8 .pte vs int8 eager: max |diff| {}, cosine {}; vs fp32 eager: max "
+            "|diff| {}; "
+            "largest fp32 output {}".format(*int8_rows[-1])
+        )
 
 # sphinx_gallery_start_ignore
 # The tolerances mean something only if the outputs are not vanishingly small.
 for name, model in models.items():
     with torch.no_grad():
         scale = model(*example_inputs).abs().max().item()
-    assert scale > 0.1, f"{name}: outputs too small ({scale:.1e}) for the tolerances to mean anything"
+    assert scale > 0.1, (
+        f"{name}: outputs too small ({scale:.1e}) for the tolerances to mean anything"
+    )
 facts.record_table(
     "int8_agreement",
-    ["Model", "Max |int8 .pte - int8 eager|", "Cosine similarity", "Max |int8 .pte - fp32 eager|",
-     "Largest |fp32 output|"],
+    [
+        "Model",
+        "Max |int8 .pte - int8 eager|",
+        "Cosine similarity",
+        "Max |int8 .pte - fp32 eager|",
+        "Largest |fp32 output|",
+    ],
     int8_rows,
 )
 # sphinx_gallery_end_ignore
@@ -248,7 +289,10 @@ facts.record_table(
 # fairest and least disturbed by other work on the machine, and then with two
 # threads where the machine has them.
 
-from executorch.extension.pybindings.portable_lib import _threadpool_get_thread_count, _unsafe_reset_threadpool
+from executorch.extension.pybindings.portable_lib import (
+    _threadpool_get_thread_count,
+    _unsafe_reset_threadpool,
+)
 
 
 def use_threads(threads):
@@ -258,8 +302,11 @@ def use_threads(threads):
 
 thread_counts = [1, 2] if cores >= 2 else [1]
 default_threads = (torch.get_num_threads(), _threadpool_get_thread_count())
-print(f"default threads: PyTorch {default_threads[0]}, ExecuTorch pool {default_threads[1]} "
-      f"(OMP_NUM_THREADS: {os.environ.get('OMP_NUM_THREADS', 'not set')})")
+print(
+    f"default threads: PyTorch {default_threads[0]}, ExecuTorch pool "
+    f"{default_threads[1]} "
+    f"(OMP_NUM_THREADS: {os.environ.get('OMP_NUM_THREADS', 'not set')})"
+)
 
 # %%
 # Time every program
@@ -278,7 +325,8 @@ import time
 
 
 def time_calls(call, runs, warmup):
-    """Call ``call`` ``warmup`` times untimed, then time ``runs`` calls; milliseconds."""
+    """Call ``call`` ``warmup`` times untimed, then time ``runs`` calls;
+    milliseconds."""
     for _ in range(warmup):
         call()
     samples = []
@@ -307,7 +355,8 @@ from xnnguide.core import quiet
 held = quiet.hold()  # the other recipes of the build stop while this one times
 # sphinx_gallery_end_ignore
 
-# Other programs competing for the cores slow every figure; the load average says how much.
+# Other programs competing for the cores slow every figure; the load average
+# says how much.
 load_before = os.getloadavg()[0]
 timings = {}  # (model name, program name, threads) -> call times in ms
 for threads in thread_counts:
@@ -318,37 +367,61 @@ for threads in thread_counts:
                 lambda: model(*example_inputs), RUNS["eager"], WARMUP["eager"]
             )
         for program in ("portable", "XNNPACK fp32", "XNNPACK int8"):
-            if (name, program) not in programs or (program == "portable" and threads > 1):
+            if (name, program) not in programs or (
+                program == "portable" and threads > 1
+            ):
                 continue
             forward = load_forward(programs[name, program])
             timings[name, program, threads] = time_calls(
-                lambda: forward.execute(list(example_inputs)), RUNS[program], WARMUP[program]
+                lambda: forward.execute(list(example_inputs)),
+                RUNS[program],
+                WARMUP[program],
             )
-            forward = None  # drop it: it may hold this thread count's pool, which the next reset replaces
+            # drop it: it may hold this pool, which the next reset replaces
+            forward = None
 torch.set_num_threads(default_threads[0])
 _unsafe_reset_threadpool(default_threads[1])
 load_after = os.getloadavg()[0]
 # sphinx_gallery_start_ignore
 held.release()
 # sphinx_gallery_end_ignore
-print(f"1-minute load average: {load_before:.2f} before timing, {load_after:.2f} after, on {cores} cores")
+print(
+    f"1-minute load average: {load_before:.2f} before timing, {load_after:.2f} after, "
+    f"on {cores} cores"
+)
 
 
 def speedup(name, program, threads):
-    return median_ms(timings[name, "eager", threads]) / median_ms(timings[name, program, threads])
+    return median_ms(timings[name, "eager", threads]) / median_ms(
+        timings[name, program, threads]
+    )
 
 
 for (name, program, threads), samples in timings.items():
-    print(f"{name:>12} {program:<13} {threads} thread(s): {median_ms(samples):8.2f} ms "
-          f"± {spread_ms(samples):6.2f} ms ({len(samples)} runs) {speedup(name, program, threads):6.2f}x eager")
+    print(
+        f"{name:>12} {program:<13} {threads} thread(s): {median_ms(samples):8.2f} ms "
+        f"± {spread_ms(samples):6.2f} ms ({len(samples)} runs) "
+        f"{speedup(name, program, threads):6.2f}x eager"
+    )
 
 # sphinx_gallery_start_ignore
-expected = {(name, program, threads) for name in models for program in RUNS for threads in thread_counts
-            if program != "portable" or (name in PORTABLE and threads == 1)}
-assert set(timings) == expected, f"configurations without a time: {expected - set(timings)}"
+expected = {
+    (name, program, threads)
+    for name in models
+    for program in RUNS
+    for threads in thread_counts
+    if program != "portable" or (name in PORTABLE and threads == 1)
+}
+assert set(timings) == expected, (
+    f"configurations without a time: {expected - set(timings)}"
+)
 for key, samples in timings.items():
-    assert len(samples) == RUNS[key[1]] and median_ms(samples) > 0, f"{key}: no valid time"
-assert _threadpool_get_thread_count() == default_threads[1], "the thread pool was not restored"
+    assert len(samples) == RUNS[key[1]] and median_ms(samples) > 0, (
+        f"{key}: no valid time"
+    )
+assert _threadpool_get_thread_count() == default_threads[1], (
+    "the thread pool was not restored"
+)
 facts.record("load_before", load_before, f"{load_before:.2f}")
 facts.record("load_after", load_after, f"{load_after:.2f}")
 hold = facts.record("timing_hold", held.record())  # the page quotes two of its figures
@@ -372,20 +445,39 @@ width = 0.8 / len(compiled)
 for index, program in enumerate(compiled):
     rows = [row for row, name in enumerate(names) if (name, program, 1) in timings]
     ratios = [speedup(names[row], program, 1) for row in rows]
-    bars = left.barh([row + index * width for row in rows], ratios, height=width, label=program)
-    left.bar_label(bars, labels=[f"{ratio:.2g}x" for ratio in ratios], padding=2, fontsize=8)
+    bars = left.barh(
+        [row + index * width for row in rows], ratios, height=width, label=program
+    )
+    left.bar_label(
+        bars, labels=[f"{ratio:.2g}x" for ratio in ratios], padding=2, fontsize=8
+    )
 left.axvline(1.0, color="gray", linestyle="--", linewidth=1)
 left.set_xscale("log")
-left.set_xlim(right=10 * max(speedup(name, program, 1) for name, program, threads in timings if threads == 1))
+left.set_xlim(
+    right=10
+    * max(
+        speedup(name, program, 1) for name, program, threads in timings if threads == 1
+    )
+)
 left.set_yticks([row + width for row in range(len(names))], names)
 left.set_xlabel("speed-up over eager PyTorch, one thread (higher is faster)")
 left.set_title("One 224x224 image")
 left.legend(loc="upper right", fontsize=8)
 
 for name, marker in zip(names, "os"):
-    for program, color in zip(("eager", "XNNPACK fp32", "XNNPACK int8"), ("gray", "C1", "C2")):
-        medians = [median_ms(timings[name, program, threads]) for threads in thread_counts]
-        right.plot(thread_counts, medians, marker=marker, color=color, label=f"{name}, {program}")
+    for program, color in zip(
+        ("eager", "XNNPACK fp32", "XNNPACK int8"), ("gray", "C1", "C2")
+    ):
+        medians = [
+            median_ms(timings[name, program, threads]) for threads in thread_counts
+        ]
+        right.plot(
+            thread_counts,
+            medians,
+            marker=marker,
+            color=color,
+            label=f"{name}, {program}",
+        )
 right.set_xticks(thread_counts)
 right.set_yscale("log")
 right.set_xlabel("threads")
@@ -393,11 +485,24 @@ right.set_ylabel("median latency (ms)")
 right.set_title(f"Median latency with {', '.join(map(str, thread_counts))} threads")
 right.legend(fontsize=7)
 # The title says what the chart shows; it is also the image's alternative text.
-figure.suptitle("Speed-up over eager PyTorch, one thread: " + "; ".join(
-    f"{name} XNNPACK fp32 {speedup(name, 'XNNPACK fp32', 1):.2g}x, int8 {speedup(name, 'XNNPACK int8', 1):.2g}x"
-    + (f", portable {speedup(name, 'portable', 1):.2g}x" if name in PORTABLE else "") for name in names) + f"; measured on {cpu} ({cores} logical cores)",
-    fontsize=9, wrap=True)
+figure.suptitle(
+    "Speed-up over eager PyTorch, one thread: "
+    + "; ".join(
+        f"{name} XNNPACK fp32 {speedup(name, 'XNNPACK fp32', 1):.2g}x, int8 "
+        f"{speedup(name, 'XNNPACK int8', 1):.2g}x"
+        + (
+            f", portable {speedup(name, 'portable', 1):.2g}x"
+            if name in PORTABLE
+            else ""
+        )
+        for name in names
+    )
+    + f"; measured on {cpu} ({cores} logical cores)",
+    fontsize=9,
+    wrap=True,
+)
 plt.show()
+
 
 # sphinx_gallery_start_ignore
 def ratio_text(ratio):
@@ -412,13 +517,35 @@ for name in models:
             if (name, program, threads) not in timings:
                 continue
             samples = timings[name, program, threads]
-            size = f"{os.path.getsize(programs[name, program]) / 1e6:.1f} MB" if program != "eager" else "-"
-            rows.append([name, program, threads, f"{median_ms(samples):.1f}", f"{spread_ms(samples):.1f}",
-                         len(samples), f"{ratio_text(speedup(name, program, threads))}x", size])
+            size = (
+                f"{os.path.getsize(programs[name, program]) / 1e6:.1f} MB"
+                if program != "eager"
+                else "-"
+            )
+            rows.append(
+                [
+                    name,
+                    program,
+                    threads,
+                    f"{median_ms(samples):.1f}",
+                    f"{spread_ms(samples):.1f}",
+                    len(samples),
+                    f"{ratio_text(speedup(name, program, threads))}x",
+                    size,
+                ]
+            )
 facts.record_table(
     "latency",
-    ["Model", "Program", "Threads", "Median (ms)", "Spread (ms)", "Timed runs", "Speed-up over eager",
-     ".pte size"],
+    [
+        "Model",
+        "Program",
+        "Threads",
+        "Median (ms)",
+        "Spread (ms)",
+        "Timed runs",
+        "Speed-up over eager",
+        ".pte size",
+    ],
     rows,
 )
 for name in models:
@@ -427,7 +554,11 @@ for name in models:
         if (name, program, 1) not in timings:
             continue
         ratio = speedup(name, program, 1)
-        facts.record(f"{key}_{program.lower().replace(' ', '_')}_speedup", ratio, f"{ratio_text(ratio)}×")
+        facts.record(
+            f"{key}_{program.lower().replace(' ', '_')}_speedup",
+            ratio,
+            f"{ratio_text(ratio)}×",
+        )
 # sphinx_gallery_end_ignore
 
 # %%

@@ -25,7 +25,9 @@ from executorch.exir import to_edge_transform_and_lower
 
 
 def calibrate_batchnorm(model, batches=4, batch_size=8):
-    norms = [module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)]
+    norms = [
+        module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)
+    ]
     momenta = [norm.momentum for norm in norms]
     for norm in norms:
         norm.reset_running_stats()
@@ -46,8 +48,11 @@ model = calibrate_batchnorm(torchvision.models.mobilenet_v2(weights=None))
 
 def write_pte(module, example_input, path):
     """Export *module*, lower it to XNNPACK and write the program to *path*."""
-    lowered = to_edge_transform_and_lower(torch.export.export(module, (example_input,)),
-                                          transform_passes=get_transform_passes(), partitioner=[XnnpackPartitioner()])
+    lowered = to_edge_transform_and_lower(
+        torch.export.export(module, (example_input,)),
+        transform_passes=get_transform_passes(),
+        partitioner=[XnnpackPartitioner()],
+    )
     with open(path, "wb") as file:
         file.write(lowered.to_executorch().buffer)
     return path
@@ -70,25 +75,61 @@ from pathlib import Path
 import cmake
 import ninja
 
-executorch_dir = Path(importlib.util.find_spec("executorch").submodule_search_locations[0])
+executorch_dir = Path(
+    importlib.util.find_spec("executorch").submodule_search_locations[0]
+)
 cmake_exe = str(Path(cmake.CMAKE_BIN_DIR) / "cmake")
 build_dir = Path("cpp_runner") / "build-profile"
-subprocess.run([cmake_exe, "-S", "cpp_runner", "-B", str(build_dir), "-G", "Ninja",
-                f"-DCMAKE_MAKE_PROGRAM={Path(ninja.BIN_DIR) / 'ninja'}",
-                f"-DCMAKE_PREFIX_PATH={executorch_dir}", "-DCMAKE_BUILD_TYPE=Release"], check=True, capture_output=True)
-subprocess.run([cmake_exe, "--build", str(build_dir), "--target", "runner"], check=True, capture_output=True)
+subprocess.run(
+    [
+        cmake_exe,
+        "-S",
+        "cpp_runner",
+        "-B",
+        str(build_dir),
+        "-G",
+        "Ninja",
+        f"-DCMAKE_MAKE_PROGRAM={Path(ninja.BIN_DIR) / 'ninja'}",
+        f"-DCMAKE_PREFIX_PATH={executorch_dir}",
+        "-DCMAKE_BUILD_TYPE=Release",
+    ],
+    check=True,
+    capture_output=True,
+)
+subprocess.run(
+    [cmake_exe, "--build", str(build_dir), "--target", "runner"],
+    check=True,
+    capture_output=True,
+)
 runner = build_dir / "runner"
 
 
 def run_runner(*arguments):
-    """Run the runner; return its outputs, read back from the lines it prints, as tensors."""
-    lines = iter(subprocess.run([str(runner), *map(str, arguments)], check=True, capture_output=True,
-                                text=True).stdout.splitlines())
+    """Run the runner; return its outputs, read back from the lines it prints, as
+    tensors."""
+    lines = iter(
+        subprocess.run(
+            [str(runner), *map(str, arguments)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.splitlines()
+    )
     outputs = []
     for line in lines:
-        if line.startswith("output "):  # "output I: DTYPE [SHAPE]", then one value per line
-            shape = [int(size) for size in line.split("[")[1].rstrip("]").split(",") if size.strip()]
-            outputs.append(torch.tensor([float(next(lines)) for _ in range(torch.Size(shape).numel())]).reshape(shape))
+        if line.startswith(
+            "output "
+        ):  # "output I: DTYPE [SHAPE]", then one value per line
+            shape = [
+                int(size)
+                for size in line.split("[")[1].rstrip("]").split(",")
+                if size.strip()
+            ]
+            outputs.append(
+                torch.tensor(
+                    [float(next(lines)) for _ in range(torch.Size(shape).numel())]
+                ).reshape(shape)
+            )
     return outputs
 
 
@@ -112,23 +153,38 @@ def run_runner(*arguments):
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts, quiet
 
-held = quiet.hold()  # the profile's times: the other recipes of the build stop while this one runs
+held = (
+    quiet.hold()
+)  # the profile's times: the other recipes of the build stop while this one runs
 # sphinx_gallery_end_ignore
 
 # [start cpp_etdump]
 from executorch.devtools import Inspector
 
 threads = torch.get_num_threads()
-outputs = run_runner(fp32_pte, "--input", "mobilenet_v2_cpp_profile_input.bin", "--iterations", 4,
-                     "--threads", threads, "--etdump", "mobilenet_v2_cpp_profile.etdp")
+outputs = run_runner(
+    fp32_pte,
+    "--input",
+    "mobilenet_v2_cpp_profile_input.bin",
+    "--iterations",
+    4,
+    "--threads",
+    threads,
+    "--etdump",
+    "mobilenet_v2_cpp_profile.etdp",
+)
 with torch.no_grad():
     torch.testing.assert_close(outputs[0], model(example_input), atol=1e-4, rtol=1e-4)
 
 events = Inspector(etdump_path="mobilenet_v2_cpp_profile.etdp").to_dataframe()
 events = events[events["event_block_name"] == "Execute"]
 events = events.assign(kind=events["event_name"].str.replace(r" #\d+$", "", regex=True))
-profile = (events.groupby(["kind", "is_delegated_op"])["p50 (ms)"].agg(["count", "sum"])
-           .sort_values("sum", ascending=False).reset_index())
+profile = (
+    events.groupby(["kind", "is_delegated_op"])["p50 (ms)"]
+    .agg(["count", "sum"])
+    .sort_values("sum", ascending=False)
+    .reset_index()
+)
 print(f"{threads} threads, batch 1, five runs")
 print(profile.to_string(index=False))
 # [end cpp_etdump]
@@ -137,21 +193,38 @@ print(profile.to_string(index=False))
 held.release()
 facts.record("timing_hold", held.record())
 facts.record("threads", threads)
-assert (profile["kind"] == "DELEGATE_CALL").any() and profile["is_delegated_op"].any(), profile
+assert (profile["kind"] == "DELEGATE_CALL").any() and profile[
+    "is_delegated_op"
+].any(), profile
 runs_recorded = {len(raw) for raw in events["raw"]}
 assert runs_recorded == {5}, runs_recorded  # the printed run and the four timed ones
-mobilenet_outside = sorted(kind.removeprefix("native_call_") for kind in profile["kind"]
-                           if kind.startswith("native_call_"))
-assert not mobilenet_outside, mobilenet_outside  # the page says MobileNet V2 leaves nothing outside XNNPACK
+mobilenet_outside = sorted(
+    kind.removeprefix("native_call_")
+    for kind in profile["kind"]
+    if kind.startswith("native_call_")
+)
+assert not mobilenet_outside, (
+    mobilenet_outside
+)  # the page says MobileNet V2 leaves nothing outside XNNPACK
 facts.record("etdump_runs", 5)
-facts.record("etdump_delegate_calls", int(profile.loc[profile["kind"] == "DELEGATE_CALL", "count"].sum()))
+facts.record(
+    "etdump_delegate_calls",
+    int(profile.loc[profile["kind"] == "DELEGATE_CALL", "count"].sum()),
+)
 facts.record("etdump_xnnpack_kinds", int(profile["is_delegated_op"].sum()))
 facts.record("etdump_outside_ops", ", ".join(mobilenet_outside) or "none")
 facts.record_table(
     "etdump_profile",
     ["Event", "Inside XNNPACK", "Events", "Sum of medians"],
-    [[row.kind, "yes" if row.is_delegated_op else "no", int(row.count), f"{row.sum:.3f} ms"]
-     for row in profile.itertuples()],
+    [
+        [
+            row.kind,
+            "yes" if row.is_delegated_op else "no",
+            int(row.count),
+            f"{row.sum:.3f} ms",
+        ]
+        for row in profile.itertuples()
+    ],
 )
 # sphinx_gallery_end_ignore
 
@@ -188,30 +261,57 @@ class ClippedCumulativeHead(torch.nn.Module):
 head, head_input = ClippedCumulativeHead().eval(), torch.randn(4, 16)
 write_pte(head, head_input, "clipped_cumulative_head.pte")
 head_input.numpy().tofile("clipped_cumulative_head_input.bin")
-head_outputs = run_runner("clipped_cumulative_head.pte", "--input", "clipped_cumulative_head_input.bin",
-                          "--etdump", "clipped_cumulative_head.etdp")
+head_outputs = run_runner(
+    "clipped_cumulative_head.pte",
+    "--input",
+    "clipped_cumulative_head_input.bin",
+    "--etdump",
+    "clipped_cumulative_head.etdp",
+)
 with torch.no_grad():
     torch.testing.assert_close(head_outputs[0], head(head_input), atol=1e-5, rtol=1e-5)
 head_events = Inspector(etdump_path="clipped_cumulative_head.etdp").to_dataframe()
-outside = sorted({name.removeprefix("native_call_") for name in head_events["event_name"]
-                  if name.startswith("native_call_")})
+outside = sorted(
+    {
+        name.removeprefix("native_call_")
+        for name in head_events["event_name"]
+        if name.startswith("native_call_")
+    }
+)
 
 kernels_library = executorch_dir / "lib" / "libexecutorch_kernels_optimized.so"
-symbols = subprocess.run(["nm", "-DC", "--defined-only", str(kernels_library)], check=True,
-                         capture_output=True, text=True).stdout
+symbols = subprocess.run(
+    ["nm", "-DC", "--defined-only", str(kernels_library)],
+    check=True,
+    capture_output=True,
+    text=True,
+).stdout
 optimized = sorted(set(re.findall(r"native::opt_(\w+?)_out\b", symbols)))
-portable = sorted(set(re.findall(r"native::(?!opt_)(\w+?)_out\(", symbols)) - set(optimized))
-linked = [line.split()[0] for line in subprocess.run(["ldd", pybindings.__file__], check=True, capture_output=True,
-                                                       text=True).stdout.splitlines() if "libexecutorch" in line]
+portable = sorted(
+    set(re.findall(r"native::(?!opt_)(\w+?)_out\(", symbols)) - set(optimized)
+)
+linked = [
+    line.split()[0]
+    for line in subprocess.run(
+        ["ldd", pybindings.__file__], check=True, capture_output=True, text=True
+    ).stdout.splitlines()
+    if "libexecutorch" in line
+]
 print(f"{len(optimized)} optimized kernels: {', '.join(optimized)}")
-print(f"{len(portable)} other operators, portable kernels: {', '.join(portable[:8])}, ...")
+print(
+    f"{len(portable)} other operators, portable kernels: {', '.join(portable[:8])}, ..."
+)
 print(f"the Python runtime links: {', '.join(linked)}")
 
 
 def kernel_of(operator):
-    """The library function of an operator such as le.Scalar_out: opt_le_scalar_out or a portable one."""
+    """The library function of an operator such as le.Scalar_out: opt_le_scalar_out or a
+    portable one."""
     name, overload = operator.split(".")
-    names = [f"{name}_{overload.removesuffix('out').rstrip('_')}".lower().rstrip("_"), name]
+    names = [
+        f"{name}_{overload.removesuffix('out').rstrip('_')}".lower().rstrip("_"),
+        name,
+    ]
     for candidate in names:
         if candidate in optimized:
             return f"opt_{candidate}_out (optimized)"
@@ -223,15 +323,30 @@ for operator in outside:
 # [end cpp_kernels]
 
 # sphinx_gallery_start_ignore
-assert "libexecutorch_kernels_optimized.so" in linked and not any("portable" in name for name in linked), linked
-assert len(optimized) > 10 and len(portable) > 100 and "linear" in optimized and "cumsum" in portable
+assert "libexecutorch_kernels_optimized.so" in linked and not any(
+    "portable" in name for name in linked
+), linked
+assert (
+    len(optimized) > 10
+    and len(portable) > 100
+    and "linear" in optimized
+    and "cumsum" in portable
+)
 facts.record("optimized_kernel_count", len(optimized))
 facts.record("optimized_kernels", ", ".join(optimized))
 facts.record("portable_kernel_count", len(portable))
 facts.record("python_runtime_libraries", ", ".join(linked))
 kinds = {kernel_of(op).endswith("(optimized)") for op in outside}
-assert kinds == {True, False}, outside  # at least one optimized and one portable kernel ran
+assert kinds == {True, False}, (
+    outside
+)  # at least one optimized and one portable kernel ran
 facts.record("head_outside_ops", ", ".join(outside))
-facts.record_table("outside_kernels", ["Operator that ran outside XNNPACK", "Kernel in libexecutorch_kernels_optimized.so"],
-                   [[op, kernel_of(op)] for op in outside])
+facts.record_table(
+    "outside_kernels",
+    [
+        "Operator that ran outside XNNPACK",
+        "Kernel in libexecutorch_kernels_optimized.so",
+    ],
+    [[op, kernel_of(op)] for op in outside],
+)
 # sphinx_gallery_end_ignore

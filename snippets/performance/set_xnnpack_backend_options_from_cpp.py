@@ -26,7 +26,9 @@ from executorch.exir import to_edge_transform_and_lower
 
 
 def calibrate_batchnorm(model, batches=4, batch_size=8):
-    norms = [module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)]
+    norms = [
+        module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)
+    ]
     momenta = [norm.momentum for norm in norms]
     for norm in norms:
         norm.reset_running_stats()
@@ -45,8 +47,11 @@ torch.manual_seed(0)
 model = calibrate_batchnorm(torchvision.models.mobilenet_v2(weights=None))
 
 ones = torch.ones(1, 3, 224, 224)  # the runner's input when it is given no input file
-lowered = to_edge_transform_and_lower(torch.export.export(model, (ones,)),
-                                      transform_passes=get_transform_passes(), partitioner=[XnnpackPartitioner()])
+lowered = to_edge_transform_and_lower(
+    torch.export.export(model, (ones,)),
+    transform_passes=get_transform_passes(),
+    partitioner=[XnnpackPartitioner()],
+)
 fp32_pte = "mobilenet_v2_cpp_options.pte"
 with open(fp32_pte, "wb") as file:
     file.write(lowered.to_executorch().buffer)
@@ -65,13 +70,32 @@ from pathlib import Path
 import cmake
 import ninja
 
-executorch_dir = Path(importlib.util.find_spec("executorch").submodule_search_locations[0])
+executorch_dir = Path(
+    importlib.util.find_spec("executorch").submodule_search_locations[0]
+)
 cmake_exe = str(Path(cmake.CMAKE_BIN_DIR) / "cmake")
 build_dir = Path("cpp_runner") / "build-options"
-subprocess.run([cmake_exe, "-S", "cpp_runner", "-B", str(build_dir), "-G", "Ninja",
-                f"-DCMAKE_MAKE_PROGRAM={Path(ninja.BIN_DIR) / 'ninja'}",
-                f"-DCMAKE_PREFIX_PATH={executorch_dir}", "-DCMAKE_BUILD_TYPE=Release"], check=True, capture_output=True)
-subprocess.run([cmake_exe, "--build", str(build_dir), "--target", "runner"], check=True, capture_output=True)
+subprocess.run(
+    [
+        cmake_exe,
+        "-S",
+        "cpp_runner",
+        "-B",
+        str(build_dir),
+        "-G",
+        "Ninja",
+        f"-DCMAKE_MAKE_PROGRAM={Path(ninja.BIN_DIR) / 'ninja'}",
+        f"-DCMAKE_PREFIX_PATH={executorch_dir}",
+        "-DCMAKE_BUILD_TYPE=Release",
+    ],
+    check=True,
+    capture_output=True,
+)
+subprocess.run(
+    [cmake_exe, "--build", str(build_dir), "--target", "runner"],
+    check=True,
+    capture_output=True,
+)
 runner = build_dir / "runner"
 
 # sphinx_gallery_start_ignore
@@ -96,7 +120,9 @@ runner = build_dir / "runner"
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts, quiet
 
-held = quiet.hold()  # the load times below: the other recipes of the build stop while this one loads
+held = (
+    quiet.hold()
+)  # the load times below: the other recipes of the build stop while this one loads
 # sphinx_gallery_end_ignore
 
 # [start cpp_options]
@@ -117,22 +143,48 @@ def number(line):
 
 option_runs = {}
 for name, flags in settings.items():
-    lines = subprocess.run([str(runner), fp32_pte, "--copies", "2", "--iterations", "10", "--threads", str(threads),
-                            *flags], check=True, capture_output=True, text=True).stdout.splitlines()
+    lines = subprocess.run(
+        [
+            str(runner),
+            fp32_pte,
+            "--copies",
+            "2",
+            "--iterations",
+            "10",
+            "--threads",
+            str(threads),
+            *flags,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()
     start = lines.index("output 0: Float [1, 1000]") + 1
-    output = torch.tensor([float(value) for value in lines[start:start + 1000]]).reshape(1, 1000)
+    output = torch.tensor(
+        [float(value) for value in lines[start : start + 1000]]
+    ).reshape(1, 1000)
     torch.testing.assert_close(output, eager_output, atol=1e-4, rtol=1e-4)
     loads = [line for line in lines if line.startswith("load ")]
     option_runs[name] = {
-        "options": [line.removeprefix("xnnpack ") for line in lines if line.startswith("xnnpack ")],
+        "options": [
+            line.removeprefix("xnnpack ")
+            for line in lines
+            if line.startswith("xnnpack ")
+        ],
         "first load ms": float(loads[0].split(": ")[1].split()[0]),
         "second load ms": float(loads[1].split(": ")[1].split()[0]),
         "resident after loading MiB": float(loads[1].split("resident ")[1].split()[0]),
-        "resident after running MiB": number(next(line for line in lines if line.startswith("resident after"))),
+        "resident after running MiB": number(
+            next(line for line in lines if line.startswith("resident after"))
+        ),
     }
 for name, run in option_runs.items():
-    print(f"{name:22} {', '.join(run['options'])}: second load {run['second load ms']:.1f} ms, "
-          f"{run['resident after loading MiB']:.1f} MiB loaded, {run['resident after running MiB']:.1f} MiB after running")
+    print(
+        f"{name:22} {', '.join(run['options'])}: second load "
+        f"{run['second load ms']:.1f} ms, "
+        f"{run['resident after loading MiB']:.1f} MiB loaded, "
+        f"{run['resident after running MiB']:.1f} MiB after running"
+    )
 # [end cpp_options]
 
 # sphinx_gallery_start_ignore
@@ -141,31 +193,66 @@ facts.record("timing_hold", held.record())
 facts.record("threads", threads)
 defaults, cached = option_runs["defaults"], option_runs["weight cache on"]
 # What the backend reports it was set to: each flag reached it.
-assert defaults["options"] == ["weight_cache_enabled: 0", "workspace_sharing_mode: 2"], defaults["options"]
+assert defaults["options"] == [
+    "weight_cache_enabled: 0",
+    "workspace_sharing_mode: 2",
+], defaults["options"]
 assert cached["options"][0] == "weight_cache_enabled: 1"
 assert option_runs["workspace sharing 0"]["options"][1] == "workspace_sharing_mode: 0"
 assert option_runs["workspace sharing 1"]["options"][1] == "workspace_sharing_mode: 1"
 # Memory is what the options change, and memory does not depend on the machine's load.
-weights_saved = defaults["resident after loading MiB"] - cached["resident after loading MiB"]
-workspace_saved = (option_runs["workspace sharing 0"]["resident after running MiB"]
-                   - defaults["resident after running MiB"])
-per_program_saved = (option_runs["workspace sharing 0"]["resident after running MiB"]
-                     - option_runs["workspace sharing 1"]["resident after running MiB"])
+weights_saved = (
+    defaults["resident after loading MiB"] - cached["resident after loading MiB"]
+)
+workspace_saved = (
+    option_runs["workspace sharing 0"]["resident after running MiB"]
+    - defaults["resident after running MiB"]
+)
+per_program_saved = (
+    option_runs["workspace sharing 0"]["resident after running MiB"]
+    - option_runs["workspace sharing 1"]["resident after running MiB"]
+)
 assert weights_saved > 5, f"the weight cache saved {weights_saved:.1f} MiB only"
-assert workspace_saved > 1, f"global workspace sharing saved {workspace_saved:.1f} MiB only"
+assert workspace_saved > 1, (
+    f"global workspace sharing saved {workspace_saved:.1f} MiB only"
+)
 facts.record("default_options", ", ".join(defaults["options"]))
 facts.record("weights_saved_mib", weights_saved, f"{weights_saved:.1f} MiB")
 facts.record("workspace_saved_mib", workspace_saved, f"{workspace_saved:.1f} MiB")
-facts.record("per_program_saved_mib", abs(per_program_saved), f"{abs(per_program_saved):.1f} MiB")
-facts.record("cached_second_load_ms", cached["second load ms"], f"{cached['second load ms']:.1f} ms")
-facts.record("default_second_load_ms", defaults["second load ms"], f"{defaults['second load ms']:.1f} ms")
+facts.record(
+    "per_program_saved_mib", abs(per_program_saved), f"{abs(per_program_saved):.1f} MiB"
+)
+facts.record(
+    "cached_second_load_ms",
+    cached["second load ms"],
+    f"{cached['second load ms']:.1f} ms",
+)
+facts.record(
+    "default_second_load_ms",
+    defaults["second load ms"],
+    f"{defaults['second load ms']:.1f} ms",
+)
 facts.record_table(
     "backend_options",
-    ["Setting (two copies of the fp32 program)", "Options the backend reports", "First load", "Second load",
-     "Resident after both loads", "Resident after running"],
-    [[name, ", ".join(run["options"]), f"{run['first load ms']:.1f} ms", f"{run['second load ms']:.1f} ms",
-      f"{run['resident after loading MiB']:.1f} MiB", f"{run['resident after running MiB']:.1f} MiB"]
-     for name, run in option_runs.items()],
+    [
+        "Setting (two copies of the fp32 program)",
+        "Options the backend reports",
+        "First load",
+        "Second load",
+        "Resident after both loads",
+        "Resident after running",
+    ],
+    [
+        [
+            name,
+            ", ".join(run["options"]),
+            f"{run['first load ms']:.1f} ms",
+            f"{run['second load ms']:.1f} ms",
+            f"{run['resident after loading MiB']:.1f} MiB",
+            f"{run['resident after running MiB']:.1f} MiB",
+        ]
+        for name, run in option_runs.items()
+    ],
 )
 # sphinx_gallery_end_ignore
 
@@ -177,13 +264,25 @@ facts.record_table(
 # write packed weights to a file for a later process.
 
 # [start cpp_option_keys]
-backend_library = (executorch_dir / "lib" / "libexecutorch_backend_xnnpack.so").read_bytes()
-option_keys = [key for key in ("weight_cache_enabled", "workspace_sharing_mode", "packed_cache_path",
-                               "save_weight_cache_on_disk") if b"\0" + key.encode() + b"\0" in backend_library]
+backend_library = (
+    executorch_dir / "lib" / "libexecutorch_backend_xnnpack.so"
+).read_bytes()
+option_keys = [
+    key
+    for key in (
+        "weight_cache_enabled",
+        "workspace_sharing_mode",
+        "packed_cache_path",
+        "save_weight_cache_on_disk",
+    )
+    if b"\0" + key.encode() + b"\0" in backend_library
+]
 print("option keys in the library:", ", ".join(option_keys))
 # [end cpp_option_keys]
 
 # sphinx_gallery_start_ignore
-assert option_keys[:2] == ["weight_cache_enabled", "workspace_sharing_mode"], option_keys
+assert option_keys[:2] == ["weight_cache_enabled", "workspace_sharing_mode"], (
+    option_keys
+)
 facts.record("xnnpack_option_keys", ", ".join(option_keys))
 # sphinx_gallery_end_ignore

@@ -24,7 +24,9 @@ from executorch.exir import to_edge_transform_and_lower
 
 
 def calibrate_batchnorm(model, batches=4, batch_size=8):
-    norms = [module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)]
+    norms = [
+        module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)
+    ]
     momenta = [norm.momentum for norm in norms]
     for norm in norms:
         norm.reset_running_stats()
@@ -43,8 +45,11 @@ torch.manual_seed(0)
 model = calibrate_batchnorm(torchvision.models.mobilenet_v2(weights=None))
 
 ones = torch.ones(1, 3, 224, 224)  # the runner's input when it is given no input file
-lowered = to_edge_transform_and_lower(torch.export.export(model, (ones,)),
-                                      transform_passes=get_transform_passes(), partitioner=[XnnpackPartitioner()])
+lowered = to_edge_transform_and_lower(
+    torch.export.export(model, (ones,)),
+    transform_passes=get_transform_passes(),
+    partitioner=[XnnpackPartitioner()],
+)
 fp32_pte = "mobilenet_v2_cpp_latency.pte"
 with open(fp32_pte, "wb") as file:
     file.write(lowered.to_executorch().buffer)
@@ -62,13 +67,32 @@ from pathlib import Path
 import cmake
 import ninja
 
-executorch_dir = Path(importlib.util.find_spec("executorch").submodule_search_locations[0])
+executorch_dir = Path(
+    importlib.util.find_spec("executorch").submodule_search_locations[0]
+)
 cmake_exe = str(Path(cmake.CMAKE_BIN_DIR) / "cmake")
 build_dir = Path("cpp_runner") / "build-latency"
-subprocess.run([cmake_exe, "-S", "cpp_runner", "-B", str(build_dir), "-G", "Ninja",
-                f"-DCMAKE_MAKE_PROGRAM={Path(ninja.BIN_DIR) / 'ninja'}",
-                f"-DCMAKE_PREFIX_PATH={executorch_dir}", "-DCMAKE_BUILD_TYPE=Release"], check=True, capture_output=True)
-subprocess.run([cmake_exe, "--build", str(build_dir), "--target", "runner"], check=True, capture_output=True)
+subprocess.run(
+    [
+        cmake_exe,
+        "-S",
+        "cpp_runner",
+        "-B",
+        str(build_dir),
+        "-G",
+        "Ninja",
+        f"-DCMAKE_MAKE_PROGRAM={Path(ninja.BIN_DIR) / 'ninja'}",
+        f"-DCMAKE_PREFIX_PATH={executorch_dir}",
+        "-DCMAKE_BUILD_TYPE=Release",
+    ],
+    check=True,
+    capture_output=True,
+)
+subprocess.run(
+    [cmake_exe, "--build", str(build_dir), "--target", "runner"],
+    check=True,
+    capture_output=True,
+)
 runner = build_dir / "runner"
 
 # sphinx_gallery_start_ignore
@@ -83,9 +107,13 @@ runner = build_dir / "runner"
 # DTYPE [SHAPE]`` and one value per line, which is read back and compared
 # with eager PyTorch on the same input, a tensor of ones.
 
-printed = subprocess.run([str(runner), fp32_pte], check=True, capture_output=True, text=True).stdout.splitlines()
+printed = subprocess.run(
+    [str(runner), fp32_pte], check=True, capture_output=True, text=True
+).stdout.splitlines()
 start = printed.index("output 0: Float [1, 1000]") + 1
-cpp_output = torch.tensor([float(value) for value in printed[start:start + 1000]]).reshape(1, 1000)
+cpp_output = torch.tensor(
+    [float(value) for value in printed[start : start + 1000]]
+).reshape(1, 1000)
 with torch.no_grad():
     torch.testing.assert_close(cpp_output, model(ones), atol=1e-4, rtol=1e-4)
 
@@ -113,9 +141,15 @@ from executorch.runtime import Runtime
 
 threads = torch.get_num_threads()
 runs = 20
-timed = subprocess.run([str(runner), fp32_pte, "--iterations", str(runs), "--threads", str(threads)],
-                       check=True, capture_output=True, text=True).stdout
-latency_line = next(line for line in timed.splitlines() if line.startswith("median latency: "))
+timed = subprocess.run(
+    [str(runner), fp32_pte, "--iterations", str(runs), "--threads", str(threads)],
+    check=True,
+    capture_output=True,
+    text=True,
+).stdout
+latency_line = next(
+    line for line in timed.splitlines() if line.startswith("median latency: ")
+)
 cpp_ms = float(latency_line.split()[2])
 
 
@@ -134,14 +168,20 @@ python_ms = median_ms(lambda: method.execute([ones]))
 with torch.no_grad():
     eager_ms = median_ms(lambda: model(ones))
 print(latency_line)
-print(f"C++ runner {cpp_ms:.2f} ms, Python runtime {python_ms:.2f} ms, eager PyTorch {eager_ms:.2f} ms "
-      f"({threads} threads, batch 1, median of {runs})")
+print(
+    f"C++ runner {cpp_ms:.2f} ms, Python runtime {python_ms:.2f} ms, eager PyTorch "
+    f"{eager_ms:.2f} ms "
+    f"({threads} threads, batch 1, median of {runs})"
+)
 # [end cpp_latency]
 
 # sphinx_gallery_start_ignore
 held.release()
 facts.record("timing_hold", held.record())
-assert latency_line.startswith("median latency: ") and f"over {runs} runs, {threads} threads" in latency_line
+assert (
+    latency_line.startswith("median latency: ")
+    and f"over {runs} runs, {threads} threads" in latency_line
+)
 assert cpp_ms > 0 and python_ms > 0 and eager_ms > 0
 facts.record("latency_line", latency_line)
 facts.record("threads", threads)
@@ -154,7 +194,11 @@ facts.record_table(
     ["MobileNet V2 fp32, one image", "Median latency", "Against the C++ runner"],
     [
         ["C++ runner (XNNPACK .pte)", f"{cpp_ms:.2f} ms", "1.00×"],
-        ["Python runtime (same .pte)", f"{python_ms:.2f} ms", f"{python_ms / cpp_ms:.2f}×"],
+        [
+            "Python runtime (same .pte)",
+            f"{python_ms:.2f} ms",
+            f"{python_ms / cpp_ms:.2f}×",
+        ],
         ["eager PyTorch", f"{eager_ms:.2f} ms", f"{eager_ms / cpp_ms:.2f}×"],
     ],
 )

@@ -37,14 +37,20 @@ BATCH = 50
 test_batches = list(zip(test_x.split(BATCH), test_y.split(BATCH)))
 
 torch.manual_seed(0)
-model = torch.nn.Sequential(OrderedDict(
-    conv1=torch.nn.Sequential(torch.nn.Conv2d(1, 16, 3, padding=1), torch.nn.ReLU()),
-    conv2=torch.nn.Sequential(torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU()),
-    pool=torch.nn.MaxPool2d(2),
-    flatten=torch.nn.Flatten(),
-    fc1=torch.nn.Sequential(torch.nn.Linear(32 * 4 * 4, 64), torch.nn.ReLU()),
-    fc2=torch.nn.Linear(64, 10),
-))
+model = torch.nn.Sequential(
+    OrderedDict(
+        conv1=torch.nn.Sequential(
+            torch.nn.Conv2d(1, 16, 3, padding=1), torch.nn.ReLU()
+        ),
+        conv2=torch.nn.Sequential(
+            torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU()
+        ),
+        pool=torch.nn.MaxPool2d(2),
+        flatten=torch.nn.Flatten(),
+        fc1=torch.nn.Sequential(torch.nn.Linear(32 * 4 * 4, 64), torch.nn.ReLU()),
+        fc2=torch.nn.Linear(64, 10),
+    )
+)
 optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
 shuffle = torch.Generator().manual_seed(0)
 threads = torch.get_num_threads()
@@ -52,7 +58,9 @@ torch.set_num_threads(1)
 try:
     for epoch in range(12):
         for index in torch.randperm(len(train_x), generator=shuffle).split(BATCH):
-            loss = torch.nn.functional.cross_entropy(model(train_x[index]), train_y[index])
+            loss = torch.nn.functional.cross_entropy(
+                model(train_x[index]), train_y[index]
+            )
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -86,18 +94,24 @@ calibration_inputs = [(batch,) for batch in train_x[:200].split(BATCH)]
 
 def quantize_only(layers):
     """A quantizer for the named top-level *layers*; every other layer stays in fp32."""
+
     def in_chosen_layer(node):
         stack = node.meta.get("nn_module_stack")
         if not stack:  # a weight or a bias: the layer that uses it decides
             return True
-        return any(path.removeprefix("L['self'].").split(".")[0] in layers for path, _ in stack.values())
+        return any(
+            path.removeprefix("L['self'].").split(".")[0] in layers
+            for path, _ in stack.values()
+        )
 
     return XNNPACKQuantizer().set_global(int8).set_filter_function(in_chosen_layer)
 
 
 def quantize(quantizer):
     """Export the model, calibrate it on training images, return the quantized model."""
-    prepared = prepare_pt2e(torch.export.export(model, example_inputs).module(), quantizer)
+    prepared = prepare_pt2e(
+        torch.export.export(model, example_inputs).module(), quantizer
+    )
     with torch.no_grad():
         for inputs in calibration_inputs:
             prepared(*inputs)
@@ -106,7 +120,11 @@ def quantize(quantizer):
 
 def int8_layers(module):
     """How many layers of the quantized *module* have int8 weights."""
-    return sum("dequantize_per_channel" in str(node.target) for node in module.graph.nodes)
+    return sum(
+        "dequantize_per_channel" in str(node.target) for node in module.graph.nodes
+    )
+
+
 # [end mixed_quantize]
 
 # %%
@@ -119,6 +137,7 @@ def int8_layers(module):
 # one step, so the ranking sorts by the accuracy lost and then by the logit
 # error, which separates layers whose accuracy did not move.
 
+
 # [start mixed_sensitivity]
 def accuracy(predict):
     correct = sum((predict(x).argmax(dim=1) == y).sum().item() for x, y in test_batches)
@@ -126,20 +145,25 @@ def accuracy(predict):
 
 
 def logit_error(module):
-    return sum((module(x) - model(x)).abs().mean().item() for x, _ in test_batches) / len(test_batches)
+    return sum(
+        (module(x) - model(x)).abs().mean().item() for x, _ in test_batches
+    ) / len(test_batches)
 
 
 alone = {layer: quantize(quantize_only([layer])) for layer in LAYERS}
 with torch.no_grad():
     fp32_accuracy = accuracy(model)
     sensitivity = {
-        layer: (fp32_accuracy - accuracy(module), logit_error(module)) for layer, module in alone.items()
+        layer: (fp32_accuracy - accuracy(module), logit_error(module))
+        for layer, module in alone.items()
     }
 ranking = sorted(LAYERS, key=lambda layer: sensitivity[layer], reverse=True)
 for layer in ranking:
     drop, error = sensitivity[layer]
-    print(f"{layer}: {int8_layers(alone[layer])} int8 layer, "
-          f"accuracy {-100 * drop + 0.0:+.2f} points, mean logit error {error:.4f}")
+    print(
+        f"{layer}: {int8_layers(alone[layer])} int8 layer, "
+        f"accuracy {-100 * drop + 0.0:+.2f} points, mean logit error {error:.4f}"
+    )
 most_sensitive = ranking[0]
 # [end mixed_sensitivity]
 
@@ -156,8 +180,10 @@ most_sensitive = ranking[0]
 # [gallery-only mixed_by_name]
 # [start mixed_by_name]
 by_name = quantize(XNNPACKQuantizer().set_module_name("conv1", int8))
-print(f"set_module_name('conv1'): {int8_layers(by_name)} int8 layers; "
-      f"set_filter_function: {int8_layers(alone['conv1'])}")
+print(
+    f"set_module_name('conv1'): {int8_layers(by_name)} int8 layers; "
+    f"set_filter_function: {int8_layers(alone['conv1'])}"
+)
 # [end mixed_by_name]
 
 # %%
@@ -177,11 +203,17 @@ from executorch.exir import to_edge_transform_and_lower
 
 configurations = {
     "int8 everywhere": XNNPACKQuantizer().set_global(int8),
-    "linear layers in fp32": XNNPACKQuantizer().set_global(int8).set_module_type(torch.nn.Linear, None),
-    f"{most_sensitive} in fp32": quantize_only([layer for layer in LAYERS if layer != most_sensitive]),
+    "linear layers in fp32": XNNPACKQuantizer()
+    .set_global(int8)
+    .set_module_type(torch.nn.Linear, None),
+    f"{most_sensitive} in fp32": quantize_only(
+        [layer for layer in LAYERS if layer != most_sensitive]
+    ),
 }
 modules = {"fp32": model}
-modules.update({name: quantize(quantizer) for name, quantizer in configurations.items()})
+modules.update(
+    {name: quantize(quantizer) for name, quantizer in configurations.items()}
+)
 
 paths = {}
 for number, (name, module) in enumerate(modules.items()):
@@ -223,13 +255,21 @@ with torch.no_grad():
         program_logits = torch.cat([method.execute([x])[0] for x, _ in test_batches])
         eager_logits = torch.cat([module(x) for x, _ in test_batches])
         if name == "fp32":
-            torch.testing.assert_close(program_logits, eager_logits, atol=1e-4, rtol=1e-4)
+            torch.testing.assert_close(
+                program_logits, eager_logits, atol=1e-4, rtol=1e-4
+            )
         else:
             sqnr[name] = compute_error(eager_logits, program_logits).item()
             assert sqnr[name] >= MIN_SQNR_DB, (name, sqnr[name])
-        results[name] = (accuracy(lambda x: method.execute([x])[0]), os.path.getsize(paths[name]))
+        results[name] = (
+            accuracy(lambda x: method.execute([x])[0]),
+            os.path.getsize(paths[name]),
+        )
 for name, (value, size) in results.items():
-    print(f"{name:24s} accuracy {value:.2%}  {size:,} bytes", f"SQNR {sqnr[name]:.1f} dB" if name in sqnr else "")
+    print(
+        f"{name:24s} accuracy {value:.2%}  {size:,} bytes",
+        f"SQNR {sqnr[name]:.1f} dB" if name in sqnr else "",
+    )
 # [end mixed_run]
 
 # sphinx_gallery_start_ignore
@@ -241,7 +281,9 @@ quantization.record_min_sqnr(MIN_SQNR_DB)
 # A trained network: otherwise accuracy changes say nothing.
 assert fp32_accuracy > 0.9, fp32_accuracy
 # Each single-layer model quantized exactly its layer; set_module_name none.
-assert all(int8_layers(module) == 1 for module in alone.values()), {k: int8_layers(m) for k, m in alone.items()}
+assert all(int8_layers(module) == 1 for module in alone.values()), {
+    k: int8_layers(m) for k, m in alone.items()
+}
 assert int8_layers(by_name) == 0
 assert [int8_layers(modules[name]) for name in configurations] == [4, 2, 3]
 # Quantizing a layer moves the logits: the measure ranks something.
@@ -260,30 +302,70 @@ for name, (value, _) in results.items():
 
 facts.record("fp32_accuracy", fp32_accuracy, f"{fp32_accuracy:.2%}")
 facts.record("test_images", len(test_x), f"{len(test_x):,}")
-facts.record("calibration_images", BATCH * len(calibration_inputs), f"{BATCH * len(calibration_inputs):,}")
+facts.record(
+    "calibration_images",
+    BATCH * len(calibration_inputs),
+    f"{BATCH * len(calibration_inputs):,}",
+)
 facts.record("lowest_sqnr", min(sqnr.values()), f"{min(sqnr.values()):.1f} dB")
 facts.record("most_sensitive", most_sensitive)
 facts.record("least_sensitive", ranking[-1])
 facts.record("ranking", ranking, ", ".join(ranking))
 facts.record("by_name_int8_layers", int8_layers(by_name))
 facts.record("by_filter_int8_layers", int8_layers(alone["conv1"]))
-params = {name: sum(p.numel() for p in model.get_submodule(name).parameters()) for name in LAYERS}
+params = {
+    name: sum(p.numel() for p in model.get_submodule(name).parameters())
+    for name in LAYERS
+}
 facts.record_table(
     "sensitivity",
-    ["Rank", "Layer quantized alone", "Parameters", "Accuracy change (points)", "Mean logit error vs fp32"],
-    [[rank, layer, f"{params[layer]:,}", f"{-100 * sensitivity[layer][0] + 0.0:+.2f}", f"{sensitivity[layer][1]:.4f}"]
-     for rank, layer in enumerate(ranking, start=1)],
+    [
+        "Rank",
+        "Layer quantized alone",
+        "Parameters",
+        "Accuracy change (points)",
+        "Mean logit error vs fp32",
+    ],
+    [
+        [
+            rank,
+            layer,
+            f"{params[layer]:,}",
+            f"{-100 * sensitivity[layer][0] + 0.0:+.2f}",
+            f"{sensitivity[layer][1]:.4f}",
+        ]
+        for rank, layer in enumerate(ranking, start=1)
+    ],
 )
 facts.record_table(
     "configurations",
-    ["Configuration", "int8 layers", f"Accuracy of the .pte on {len(test_x)} images", "Change vs fp32 (points)",
-     ".pte bytes", "Size vs fp32"],
-    [[name, int8_layers(modules[name]) if name != "fp32" else 0, f"{value:.2%}",
-      f"{100 * (value - results['fp32'][0]):+.2f}", f"{size:,}", f"{size / fp32_size:.2f}"]
-     for name, (value, size) in results.items()],
+    [
+        "Configuration",
+        "int8 layers",
+        f"Accuracy of the .pte on {len(test_x)} images",
+        "Change vs fp32 (points)",
+        ".pte bytes",
+        "Size vs fp32",
+    ],
+    [
+        [
+            name,
+            int8_layers(modules[name]) if name != "fp32" else 0,
+            f"{value:.2%}",
+            f"{100 * (value - results['fp32'][0]):+.2f}",
+            f"{size:,}",
+            f"{size / fp32_size:.2f}",
+        ]
+        for name, (value, size) in results.items()
+    ],
 )
-for key, name in [("int8", "int8 everywhere"), ("linear_fp32", "linear layers in fp32"),
-                  ("sensitive_fp32", sensitive_name)]:
-    facts.record(f"{key}_size_ratio", sizes[name] / fp32_size, f"{sizes[name] / fp32_size:.2f}")
+for key, name in [
+    ("int8", "int8 everywhere"),
+    ("linear_fp32", "linear layers in fp32"),
+    ("sensitive_fp32", sensitive_name),
+]:
+    facts.record(
+        f"{key}_size_ratio", sizes[name] / fp32_size, f"{sizes[name] / fp32_size:.2f}"
+    )
     facts.record(f"{key}_accuracy", results[name][0], f"{results[name][0]:.2%}")
 # sphinx_gallery_end_ignore

@@ -36,7 +36,9 @@ class TinyDecoder(torch.nn.Module):
         self.proj = torch.nn.Linear(dim, dim)
         self.norm2 = torch.nn.LayerNorm(dim)
         self.ffn = torch.nn.Sequential(
-            torch.nn.Linear(dim, 4 * dim), torch.nn.GELU(), torch.nn.Linear(4 * dim, dim)
+            torch.nn.Linear(dim, 4 * dim),
+            torch.nn.GELU(),
+            torch.nn.Linear(4 * dim, dim),
         )
         self.norm3 = torch.nn.LayerNorm(dim)
         self.head = torch.nn.Linear(dim, vocab)
@@ -48,9 +50,16 @@ class TinyDecoder(torch.nn.Module):
         batch, length = tokens.shape
         x = self.embed(tokens)
         q, k, v = self.qkv(self.norm1(x)).chunk(3, dim=-1)
-        q, k, v = (t.reshape(batch, length, self.heads, -1).transpose(1, 2) for t in (q, k, v))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]) + self.mask[:length, :length]
-        attended = (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(batch, length, -1)
+        q, k, v = (
+            t.reshape(batch, length, self.heads, -1).transpose(1, 2) for t in (q, k, v)
+        )
+        scores = (
+            q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            + self.mask[:length, :length]
+        )
+        attended = (
+            (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(batch, length, -1)
+        )
         x = x + self.proj(attended)
         x = x + self.ffn(self.norm2(x))
         return self.head(self.norm3(x))
@@ -90,9 +99,14 @@ quantize_(
 )
 quantize_(
     quantized_model,
-    Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4, weight_granularity=PerGroup(32)),
+    Int8DynamicActivationIntxWeightConfig(
+        weight_dtype=torch.int4, weight_granularity=PerGroup(32)
+    ),
 )
-print(type(quantized_model.embed.weight).__name__, type(quantized_model.head.weight).__name__)
+print(
+    type(quantized_model.embed.weight).__name__,
+    type(quantized_model.head.weight).__name__,
+)
 # [end quant_8da4w]
 
 # %%
@@ -123,7 +137,8 @@ from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
 
 
 def lower_to_pte(module, path):
-    """Export *module*, lower it to XNNPACK, write *path*; return the program and delegation info."""
+    """Export *module*, lower it to XNNPACK, write *path*; return the program and
+    delegation info."""
     edge_program = to_edge_transform_and_lower(
         torch.export.export(module, example_inputs),
         transform_passes=get_transform_passes(),
@@ -166,18 +181,25 @@ except RuntimeError as error:
 print(unfused_error)
 
 runtime = Runtime.get()
-print("embedding_4bit kernel registered:",
-      "quantized_decomposed::embedding_4bit.out" in runtime.operator_registry.operator_names)
+print(
+    "embedding_4bit kernel registered:",
+    "quantized_decomposed::embedding_4bit.out"
+    in runtime.operator_registry.operator_names,
+)
 try:
     runtime.load_program("decoder_8da4w.pte").load_method("forward")
 except RuntimeError as error:
     load_error = f"{type(error).__name__}: {error}"
 print(load_error)
 
-import executorch.kernels.quantized  # noqa: F401, E402  (registers embedding_4bit.out with the runtime)
+# registers embedding_4bit.out with the runtime
+import executorch.kernels.quantized  # noqa: F401, E402
 
-print("embedding_4bit kernel registered:",
-      "quantized_decomposed::embedding_4bit.out" in runtime.operator_registry.operator_names)
+print(
+    "embedding_4bit kernel registered:",
+    "quantized_decomposed::embedding_4bit.out"
+    in runtime.operator_registry.operator_names,
+)
 # [end quant_8da4w_failures]
 
 # sphinx_gallery_start_ignore
@@ -246,7 +268,9 @@ with torch.no_grad():
     fp32_output = model(test_tokens)
     int8_eager_output = quantized_model(test_tokens)
 sqnr_vs_int8_eager = compute_error(int8_eager_output, int8_pte_output).item()
-assert sqnr_vs_int8_eager >= MIN_SQNR_DB, f"SQNR {sqnr_vs_int8_eager:.1f} dB against quantized eager"
+assert sqnr_vs_int8_eager >= MIN_SQNR_DB, (
+    f"SQNR {sqnr_vs_int8_eager:.1f} dB against quantized eager"
+)
 
 
 def relative_error(output, reference):
@@ -292,7 +316,13 @@ facts.record("unfused_error", unfused_error, unfused_error)
 facts.record("load_error", load_error, load_error)
 facts.record("load_error_name", error_name(load_error), error_name(load_error))
 quantization.record_results(
-    "8da4w", "decoder_fp32.pte", "decoder_8da4w.pte", fp32_delegation, int8_delegation,
-    error_vs_int8_eager, error_vs_fp32, eager="8da4w",
+    "8da4w",
+    "decoder_fp32.pte",
+    "decoder_8da4w.pte",
+    fp32_delegation,
+    int8_delegation,
+    error_vs_int8_eager,
+    error_vs_fp32,
+    eager="8da4w",
 )
 # sphinx_gallery_end_ignore

@@ -89,7 +89,8 @@ from executorch.exir import to_edge_transform_and_lower
 
 
 def lower_to_pte(module, path):
-    """Export *module*, lower it to XNNPACK, write *path*; return the delegation info."""
+    """Export *module*, lower it to XNNPACK, write *path*; return the delegation
+    info."""
     edge_program = to_edge_transform_and_lower(
         torch.export.export(module, example_inputs),
         transform_passes=get_transform_passes(),
@@ -140,7 +141,9 @@ torch.testing.assert_close(run_pte("mlp_fp32.pte"), fp32_output, atol=1e-4, rtol
 
 int8_pte_output = run_pte("mlp_int8_dynamic.pte")
 sqnr_vs_int8_eager = compute_error(int8_eager_output, int8_pte_output).item()
-assert sqnr_vs_int8_eager >= MIN_SQNR_DB, f"SQNR {sqnr_vs_int8_eager:.1f} dB against int8 eager"
+assert sqnr_vs_int8_eager >= MIN_SQNR_DB, (
+    f"SQNR {sqnr_vs_int8_eager:.1f} dB against int8 eager"
+)
 
 
 def relative_error(output, reference):
@@ -150,7 +153,10 @@ def relative_error(output, reference):
 error_vs_int8_eager = relative_error(int8_pte_output, int8_eager_output)
 error_vs_fp32 = relative_error(int8_pte_output, fp32_output)
 size_ratio = os.path.getsize("mlp_int8_dynamic.pte") / os.path.getsize("mlp_fp32.pte")
-print(f"SQNR against int8 eager: {sqnr_vs_int8_eager:.1f} dB (at least {MIN_SQNR_DB:g} dB)")
+print(
+    f"SQNR against int8 eager: {sqnr_vs_int8_eager:.1f} dB (at least {MIN_SQNR_DB:g} "
+    "dB)"
+)
 print(f"relative error against int8 eager: {error_vs_int8_eager:.4f}")
 print(f"relative error against fp32 eager: {error_vs_fp32:.4f}")
 print(f".pte size, int8 / fp32: {size_ratio:.2f}")
@@ -177,7 +183,12 @@ facts.record("sqnr_vs_int8_eager", sqnr_vs_int8_eager, f"{sqnr_vs_int8_eager:.1f
 facts.record("max_error_vs_int8_eager", max_error_int8, f"{max_error_int8:.1e}")
 facts.record("max_error_vs_fp32", max_error_fp32, f"{max_error_fp32:.4f}")
 quantization.record_results(
-    "int8-dynamic", "mlp_fp32.pte", "mlp_int8_dynamic.pte", fp32_delegation, int8_delegation,
-    error_vs_int8_eager, error_vs_fp32,
+    "int8-dynamic",
+    "mlp_fp32.pte",
+    "mlp_int8_dynamic.pte",
+    fp32_delegation,
+    int8_delegation,
+    error_vs_int8_eager,
+    error_vs_fp32,
 )
 # sphinx_gallery_end_ignore

@@ -34,7 +34,9 @@ import torchvision
 
 
 def calibrate_batchnorm(model, batches=4, batch_size=8):
-    norms = [module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)]
+    norms = [
+        module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)
+    ]
     momenta = [norm.momentum for norm in norms]
     for norm in norms:
         norm.reset_running_stats()
@@ -82,7 +84,9 @@ from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 captured = torch.export.export(model, example_inputs).module()
-quantizer = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True))
+quantizer = XNNPACKQuantizer().set_global(
+    get_symmetric_quantization_config(is_per_channel=True)
+)
 prepared = prepare_pt2e(captured, quantizer)
 
 # Observers record value ranges while representative inputs flow through.
@@ -112,7 +116,8 @@ from executorch.exir import to_edge_transform_and_lower
 
 
 def lower_to_pte(module, path):
-    """Export *module*, lower it to XNNPACK, write *path*; return the delegation info."""
+    """Export *module*, lower it to XNNPACK, write *path*; return the delegation
+    info."""
     edge_program = to_edge_transform_and_lower(
         torch.export.export(module, example_inputs),
         transform_passes=get_transform_passes(),
@@ -172,22 +177,39 @@ with torch.no_grad():
         outputs["fp32 .pte"].append(fp32_method.execute(list(inputs))[0])
         outputs["int8 .pte"].append(int8_method.execute(list(inputs))[0])
 outputs = {name: torch.cat(batches) for name, batches in outputs.items()}
-torch.testing.assert_close(outputs["fp32 .pte"], outputs["fp32 eager"], atol=1e-4, rtol=1e-4)
+torch.testing.assert_close(
+    outputs["fp32 .pte"], outputs["fp32 eager"], atol=1e-4, rtol=1e-4
+)
 
 sqnr_vs_int8_eager = compute_error(outputs["int8 eager"], outputs["int8 .pte"]).item()
 sqnr_vs_fp32 = compute_error(outputs["fp32 eager"], outputs["int8 .pte"]).item()
-assert sqnr_vs_int8_eager >= MIN_SQNR_DB, f"SQNR {sqnr_vs_int8_eager:.1f} dB against int8 eager"
+assert sqnr_vs_int8_eager >= MIN_SQNR_DB, (
+    f"SQNR {sqnr_vs_int8_eager:.1f} dB against int8 eager"
+)
 
 
 def top1_agreement(name, reference):
-    return (outputs[name].argmax(dim=1) == outputs[reference].argmax(dim=1)).float().mean().item()
+    return (
+        (outputs[name].argmax(dim=1) == outputs[reference].argmax(dim=1))
+        .float()
+        .mean()
+        .item()
+    )
 
 
-size_ratio = os.path.getsize("mobilenet_v2_int8_static.pte") / os.path.getsize("mobilenet_v2_fp32.pte")
-print(f"SQNR against int8 eager: {sqnr_vs_int8_eager:.1f} dB (at least {MIN_SQNR_DB:g} dB)")
+size_ratio = os.path.getsize("mobilenet_v2_int8_static.pte") / os.path.getsize(
+    "mobilenet_v2_fp32.pte"
+)
+print(
+    f"SQNR against int8 eager: {sqnr_vs_int8_eager:.1f} dB (at least {MIN_SQNR_DB:g} "
+    "dB)"
+)
 print(f"SQNR against fp32 eager: {sqnr_vs_fp32:.1f} dB")
-print(f"same top-1 class as int8 eager: {top1_agreement('int8 .pte', 'int8 eager'):.0%} "
-      f"of {len(test_inputs)} inputs, as fp32: {top1_agreement('int8 .pte', 'fp32 eager'):.0%}")
+print(
+    f"same top-1 class as int8 eager: {top1_agreement('int8 .pte', 'int8 eager'):.0%} "
+    f"of {len(test_inputs)} inputs, as fp32: "
+    f"{top1_agreement('int8 .pte', 'fp32 eager'):.0%}"
+)
 print(f".pte size, int8 / fp32: {size_ratio:.2f}")
 # [end quant_static_run]
 
@@ -203,18 +225,30 @@ quantization.record_min_sqnr(MIN_SQNR_DB)
 # int8 weights: the program must shrink to well under half of fp32.
 assert size_ratio < 0.4, f".pte is {size_ratio:.2f} of fp32"
 assert int8_delegation.num_delegated_subgraphs >= 1
-assert int8_delegation.num_delegated_nodes > 10 * int8_delegation.num_non_delegated_nodes
+assert (
+    int8_delegation.num_delegated_nodes > 10 * int8_delegation.num_non_delegated_nodes
+)
 
 # Does the SQNR discriminate? The same outputs paired with the wrong references
 # (each .pte output against the eager output of the next input) must score lower.
-mismatched = compute_error(outputs["int8 eager"].roll(1, dims=0), outputs["int8 .pte"]).item()
+mismatched = compute_error(
+    outputs["int8 eager"].roll(1, dims=0), outputs["int8 .pte"]
+).item()
 assert mismatched < sqnr_vs_int8_eager, f"mismatched pairs reach {mismatched:.1f} dB"
 # Quantization's own noise, eager int8 against eager fp32.
 quantization_sqnr = compute_error(outputs["fp32 eager"], outputs["int8 eager"]).item()
 # What top-1 agreement is worth on this untrained network: how many classes fp32
 # picks at all, and how often outputs of different inputs agree (chance).
 classes = outputs["fp32 eager"].argmax(dim=1).unique().numel()
-top1_chance = (outputs["int8 .pte"].argmax(dim=1) == outputs["int8 eager"].roll(1, dims=0).argmax(dim=1)).float().mean().item()
+top1_chance = (
+    (
+        outputs["int8 .pte"].argmax(dim=1)
+        == outputs["int8 eager"].roll(1, dims=0).argmax(dim=1)
+    )
+    .float()
+    .mean()
+    .item()
+)
 assert top1_agreement("fp32 .pte", "fp32 eager") == 1.0
 
 
@@ -227,17 +261,27 @@ error_vs_fp32 = relative_error(outputs["int8 .pte"], outputs["fp32 eager"])
 facts.record("test_inputs", len(test_inputs))
 facts.record("sqnr_vs_int8_eager", sqnr_vs_int8_eager, f"{sqnr_vs_int8_eager:.1f} dB")
 facts.record("sqnr_vs_fp32", sqnr_vs_fp32, f"{sqnr_vs_fp32:.1f} dB")
-facts.record("sqnr_int8_eager_vs_fp32", quantization_sqnr, f"{quantization_sqnr:.1f} dB")
+facts.record(
+    "sqnr_int8_eager_vs_fp32", quantization_sqnr, f"{quantization_sqnr:.1f} dB"
+)
 facts.record("sqnr_mismatched", mismatched, f"{mismatched:.1f} dB")
 facts.record("fp32_classes", classes)
 facts.record("top1_chance", top1_chance, f"{top1_chance:.0%}")
-for name, reference, key in [("int8 .pte", "int8 eager", "top1_vs_int8_eager"),
-                             ("int8 .pte", "fp32 eager", "top1_vs_fp32"),
-                             ("int8 eager", "fp32 eager", "top1_int8_eager_vs_fp32")]:
+for name, reference, key in [
+    ("int8 .pte", "int8 eager", "top1_vs_int8_eager"),
+    ("int8 .pte", "fp32 eager", "top1_vs_fp32"),
+    ("int8 eager", "fp32 eager", "top1_int8_eager_vs_fp32"),
+]:
     agreement = top1_agreement(name, reference)
     facts.record(key, agreement, f"{agreement:.0%}")
 quantization.record_results(
-    "int8-static", "mobilenet_v2_fp32.pte", "mobilenet_v2_int8_static.pte",
-    fp32_delegation, int8_delegation, error_vs_int8_eager, error_vs_fp32, digits=3,
+    "int8-static",
+    "mobilenet_v2_fp32.pte",
+    "mobilenet_v2_int8_static.pte",
+    fp32_delegation,
+    int8_delegation,
+    error_vs_int8_eager,
+    error_vs_fp32,
+    digits=3,
 )
 # sphinx_gallery_end_ignore

@@ -19,7 +19,9 @@ from executorch.runtime import Runtime
 
 runtime = Runtime.get()
 print("registered backends:", runtime.backend_registry.registered_backend_names)
-print("XnnpackBackend available:", runtime.backend_registry.is_available("XnnpackBackend"))
+print(
+    "XnnpackBackend available:", runtime.backend_registry.is_available("XnnpackBackend")
+)
 # [end missing_backend_registry]
 
 # sphinx_gallery_start_ignore
@@ -41,7 +43,9 @@ from executorch.backends.xnnpack.utils.configs import get_transform_passes
 from executorch.exir import to_edge_transform_and_lower
 
 torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)).eval()
+model = torch.nn.Sequential(
+    torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)
+).eval()
 example_inputs = (torch.randn(2, 16),)
 
 executorch_program = to_edge_transform_and_lower(
@@ -64,8 +68,12 @@ from executorch.exir._serialize._program import deserialize_pte_binary
 
 with open("missing_backend_mlp.pte", "rb") as file:
     pte = deserialize_pte_binary(file.read())
-needed = sorted({delegate.id for plan in pte.program.execution_plan for delegate in plan.delegates})
-missing = [backend for backend in needed if not runtime.backend_registry.is_available(backend)]
+needed = sorted(
+    {delegate.id for plan in pte.program.execution_plan for delegate in plan.delegates}
+)
+missing = [
+    backend for backend in needed if not runtime.backend_registry.is_available(backend)
+]
 print("the .pte needs:", needed, "- missing from this runtime:", missing)
 # [end missing_backend_needs]
 
@@ -117,7 +125,9 @@ from xnnguide.recipe_checks.runtime_errors import error_name
 
 assert load_error == "Failed to load method forward, error: 0x:20", load_error
 assert error_name(load_error) == "NotFound"
-(log_line,) = [line for line in runtime_log.getvalue().splitlines() if "not registered" in line]
+(log_line,) = [
+    line for line in runtime_log.getvalue().splitlines() if "not registered" in line
+]
 assert log_line.endswith("Backend XnnpackBackendNotLinked is not registered."), log_line
 facts.record("load_error", load_error)
 facts.record("load_error_name", error_name(load_error))

@@ -67,8 +67,14 @@ facts.record("split_subgraphs", delegation.num_delegated_subgraphs)
 facts.record_table(
     "delegation_table",
     ["Operator", "Nodes in XNNPACK", "Nodes outside"],
-    [[row.op_type, row.occurrences_in_delegated_graphs, row.occurrences_in_non_delegated_graphs]
-     for row in table.itertuples()],
+    [
+        [
+            row.op_type,
+            row.occurrences_in_delegated_graphs,
+            row.occurrences_in_non_delegated_graphs,
+        ]
+        for row in table.itertuples()
+    ],
 )
 # sphinx_gallery_end_ignore
 
@@ -92,10 +98,14 @@ from executorch.runtime import Runtime
 
 with open("partial_delegation_split.pte", "wb") as file:
     file.write(edge_program.to_executorch().buffer)
-split_forward = Runtime.get().load_program("partial_delegation_split.pte").load_method("forward")
+split_forward = (
+    Runtime.get().load_program("partial_delegation_split.pte").load_method("forward")
+)
 with torch.no_grad():
     eager_output = model(*example_inputs)
-torch.testing.assert_close(split_forward.execute(list(example_inputs))[0], eager_output, atol=1e-5, rtol=1e-5)
+torch.testing.assert_close(
+    split_forward.execute(list(example_inputs))[0], eager_output, atol=1e-5, rtol=1e-5
+)
 
 # %%
 # Rewrite the operator
@@ -103,6 +113,7 @@ torch.testing.assert_close(split_forward.execute(list(example_inputs))[0], eager
 # A running sum along the last dimension is a product with an upper
 # triangular matrix of ones, and XNNPACK takes matrix products. The rewritten
 # model lowers to a single delegate and gives the same result.
+
 
 # [start partial_rewrite]
 class RunningSumAsMatmul(RunningSum):
@@ -121,17 +132,32 @@ rewritten_program = to_edge_transform_and_lower(
     transform_passes=get_transform_passes(),
     partitioner=[XnnpackPartitioner()],
 )
-print(get_delegation_info(rewritten_program.exported_program().graph_module).get_summary())
+print(
+    get_delegation_info(rewritten_program.exported_program().graph_module).get_summary()
+)
 
 with open("partial_delegation_rewritten.pte", "wb") as file:
     file.write(rewritten_program.to_executorch().buffer)
-rewritten_forward = Runtime.get().load_program("partial_delegation_rewritten.pte").load_method("forward")
-torch.testing.assert_close(rewritten_forward.execute(list(example_inputs))[0], eager_output, atol=1e-5, rtol=1e-5)
+rewritten_forward = (
+    Runtime.get()
+    .load_program("partial_delegation_rewritten.pte")
+    .load_method("forward")
+)
+torch.testing.assert_close(
+    rewritten_forward.execute(list(example_inputs))[0],
+    eager_output,
+    atol=1e-5,
+    rtol=1e-5,
+)
 # [end partial_rewrite]
 
 # sphinx_gallery_start_ignore
-rewritten_delegation = get_delegation_info(rewritten_program.exported_program().graph_module)
-assert rewritten_delegation.num_delegated_subgraphs == 1, rewritten_delegation.get_summary()
+rewritten_delegation = get_delegation_info(
+    rewritten_program.exported_program().graph_module
+)
+assert rewritten_delegation.num_delegated_subgraphs == 1, (
+    rewritten_delegation.get_summary()
+)
 facts.record("rewritten_subgraphs", rewritten_delegation.num_delegated_subgraphs)
 facts.record("rewritten_non_delegated", rewritten_delegation.num_non_delegated_nodes)
 # sphinx_gallery_end_ignore

@@ -66,6 +66,7 @@ def lower(**partitioner_options) -> str:
     )
     return records.getvalue()
 
+
 # %%
 # ``verbose=True`` alone
 # ----------------------
@@ -124,7 +125,9 @@ facts.record("debug_reason_lines", len(reasons))
 
 # [start logging_reset]
 partition_logger.setLevel(logging.NOTSET)
-logging.getLogger("executorch.backends.xnnpack.partition.xnnpack_partitioner").setLevel(logging.NOTSET)
+logging.getLogger("executorch.backends.xnnpack.partition.xnnpack_partitioner").setLevel(
+    logging.NOTSET
+)
 xnnpack_logger.removeHandler(handler)
 quiet = lower()
 print(f"records after the reset: {len(quiet.splitlines())}")

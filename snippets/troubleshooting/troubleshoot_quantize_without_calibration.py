@@ -73,7 +73,10 @@ from xnnguide.core import facts
 assert calibrated_warnings == [], calibrated_warnings
 distinct = sorted({" ".join(message.split()) for message in uncalibrated_warnings})
 assert distinct, "convert_pt2e gave no warning for an uncalibrated model"
-assert all(message.startswith("must run observer before calling calculate_qparams") for message in distinct), distinct
+assert all(
+    message.startswith("must run observer before calling calculate_qparams")
+    for message in distinct
+), distinct
 facts.record("warning_count", len(uncalibrated_warnings))
 facts.record("warning_text", "must run observer before calling calculate_qparams")
 facts.record("warning_kinds", len(distinct))
@@ -87,12 +90,15 @@ facts.record("warning_kinds", len(distinct))
 # so any value smaller than 0.5 in magnitude rounds to zero, weights
 # included.
 
+
 def scales(converted):
-    return sorted({
-        float(node.args[1])
-        for node in converted.graph.nodes
-        if node.op == "call_function" and "quantize_per_tensor" in str(node.target)
-    })
+    return sorted(
+        {
+            float(node.args[1])
+            for node in converted.graph.nodes
+            if node.op == "call_function" and "quantize_per_tensor" in str(node.target)
+        }
+    )
 
 
 print("calibrated scales:  ", [f"{scale:.4f}" for scale in scales(calibrated)])
@@ -131,24 +137,37 @@ for name, quantized in (("calibrated", calibrated), ("uncalibrated", uncalibrate
     with open(path, "wb") as file:
         file.write(program.buffer)
     forward = Runtime.get().load_program(path).load_method("forward")
-    outputs = torch.cat([forward.execute([batch])[0] for batch in test_images.split(16)])
+    outputs = torch.cat(
+        [forward.execute([batch])[0] for batch in test_images.split(16)]
+    )
     with torch.no_grad():
         eager_int8 = torch.cat([quantized(batch) for batch in test_images.split(16)])
-    # One int8 step of the output's scale: XNNPACK and eager PyTorch may round differently.
-    torch.testing.assert_close(outputs, eager_int8, atol=scales(quantized)[-1] + 1e-6, rtol=0)
+    # One int8 step of the output's scale: XNNPACK and eager PyTorch may round
+    # differently.
+    torch.testing.assert_close(
+        outputs, eager_int8, atol=scales(quantized)[-1] + 1e-6, rtol=0
+    )
     pte_logits[name] = outputs
     error = (outputs - float_logits).abs().max().item()
-    print(f"{name:>12}: max |int8 - float| = {error:.3f}, largest |output| = {outputs.abs().max().item():.3f}")
+    print(
+        f"{name:>12}: max |int8 - float| = {error:.3f}, largest |output| = "
+        f"{outputs.abs().max().item():.3f}"
+    )
 
 # sphinx_gallery_start_ignore
 calibrated_error = (pte_logits["calibrated"] - float_logits).abs().max().item()
 float_scale = float_logits.abs().max().item()
 assert calibrated_error < 0.1 * float_scale, (calibrated_error, float_scale)
-assert torch.count_nonzero(pte_logits["uncalibrated"]) == 0, "expected all-zero outputs without calibration"
+assert torch.count_nonzero(pte_logits["uncalibrated"]) == 0, (
+    "expected all-zero outputs without calibration"
+)
 facts.record("calibrated_error", calibrated_error, f"{calibrated_error:.3f}")
 facts.record("float_scale", float_scale, f"{float_scale:.3f}")
-facts.record("uncalibrated_max_output", pte_logits["uncalibrated"].abs().max().item(),
-             f"{pte_logits['uncalibrated'].abs().max().item():g}")
+facts.record(
+    "uncalibrated_max_output",
+    pte_logits["uncalibrated"].abs().max().item(),
+    f"{pte_logits['uncalibrated'].abs().max().item():g}",
+)
 facts.record("test_images", len(test_images))
 # sphinx_gallery_end_ignore
 
@@ -162,7 +181,9 @@ facts.record("test_images", len(test_images))
 # [start nocal_check]
 torch.testing.assert_close(pte_logits["calibrated"], float_logits, atol=1e-2, rtol=0)
 try:
-    torch.testing.assert_close(pte_logits["uncalibrated"], float_logits, atol=1e-2, rtol=0)
+    torch.testing.assert_close(
+        pte_logits["uncalibrated"], float_logits, atol=1e-2, rtol=0
+    )
 except AssertionError as error:
     check_failure = str(error)
 print(check_failure)
@@ -170,7 +191,11 @@ print(check_failure)
 
 # sphinx_gallery_start_ignore
 assert check_failure.startswith("Tensor-likes are not close!"), check_failure
-mismatched = next(line for line in check_failure.splitlines() if line.startswith("Mismatched elements"))
+mismatched = next(
+    line
+    for line in check_failure.splitlines()
+    if line.startswith("Mismatched elements")
+)
 facts.record("check_mismatched", mismatched)
 # sphinx_gallery_end_ignore
 
@@ -196,7 +221,9 @@ print(f"convert_pt2e raised {stopped_by}")
 # [end nocal_fix]
 
 # sphinx_gallery_start_ignore
-assert stopped_by.startswith("UserWarning: must run observer before calling calculate_qparams"), stopped_by
+assert stopped_by.startswith(
+    "UserWarning: must run observer before calling calculate_qparams"
+), stopped_by
 facts.record("fix_raised", stopped_by)
 # sphinx_gallery_end_ignore
 
@@ -211,12 +238,22 @@ import matplotlib.pyplot as plt
 figure, axes = plt.subplots(figsize=(5, 4.2))
 axes.axline((0, 0), slope=1, color="0.8", linewidth=1, label="int8 = float")
 for name, color in (("calibrated", "tab:blue"), ("uncalibrated", "tab:red")):
-    axes.scatter(float_logits.flatten(), pte_logits[name].flatten(), s=6, alpha=0.6, color=color, label=name)
+    axes.scatter(
+        float_logits.flatten(),
+        pte_logits[name].flatten(),
+        s=6,
+        alpha=0.6,
+        color=color,
+        label=name,
+    )
 axes.set_xlabel("float model output")
 axes.set_ylabel("int8 .pte output (XNNPACK)")
 # The title says what the plot shows; it is also the image's alternative text.
-axes.set_title("Digits MLP, int8 against float outputs: calibrated points lie on the diagonal,\n"
-               "uncalibrated ones lie flat at zero", fontsize=9)
+axes.set_title(
+    "Digits MLP, int8 against float outputs: calibrated points lie on the diagonal,\n"
+    "uncalibrated ones lie flat at zero",
+    fontsize=9,
+)
 axes.legend(loc="upper left")
 figure.tight_layout()
 plt.show()

@@ -20,7 +20,9 @@ from executorch.exir import to_edge_transform_and_lower
 from executorch.runtime import Runtime
 
 torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)).eval()
+model = torch.nn.Sequential(
+    torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)
+).eval()
 example_inputs = (torch.randn(2, 16),)
 
 executorch_program = to_edge_transform_and_lower(
@@ -80,10 +82,15 @@ print("runtime log:", shape_log.getvalue(), sep="\n")
 from xnnguide.recipe_checks.runtime_errors import error_name
 
 assert error_name(shape_error) == "NotSupported", shape_error
-assert shape_error == "method->set_inputs() for method 'forward' failed with error 0x10", shape_error
-(shape_line,) = [line for line in shape_log.getvalue().splitlines() if "static tensor" in line]
-assert shape_line.endswith("Attempted to resize a static tensor. Expected shape (2, 16), but received (3, 16)."), \
-    shape_line
+assert (
+    shape_error == "method->set_inputs() for method 'forward' failed with error 0x10"
+), shape_error
+(shape_line,) = [
+    line for line in shape_log.getvalue().splitlines() if "static tensor" in line
+]
+assert shape_line.endswith(
+    "Attempted to resize a static tensor. Expected shape (2, 16), but received (3, 16)."
+), shape_line
 facts.record("shape_error", shape_error)
 facts.record("shape_error_name", error_name(shape_error))
 facts.record("shape_log", shape_line)
@@ -113,9 +120,15 @@ print("runtime log:", dtype_log.getvalue(), sep="\n")
 # sphinx_gallery_start_ignore
 assert batch.dtype == torch.float64
 assert error_name(dtype_error) == "InvalidArgument", dtype_error
-assert dtype_error == "method->set_inputs() for method 'forward' failed with error 0x12", dtype_error
-(dtype_line,) = [line for line in dtype_log.getvalue().splitlines() if "scalar type" in line]
-assert dtype_line.endswith("Input 0 has unexpected scalar type: expected Float but was Double."), dtype_line
+assert (
+    dtype_error == "method->set_inputs() for method 'forward' failed with error 0x12"
+), dtype_error
+(dtype_line,) = [
+    line for line in dtype_log.getvalue().splitlines() if "scalar type" in line
+]
+assert dtype_line.endswith(
+    "Input 0 has unexpected scalar type: expected Float but was Double."
+), dtype_line
 facts.record("dtype_error", dtype_error)
 facts.record("dtype_error_name", error_name(dtype_error))
 facts.record("dtype_log", dtype_line)
@@ -133,17 +146,23 @@ facts.record("dtype_log", dtype_line)
 from torch.export import Dim
 
 batch32 = batch.to(torch.float32)
-torch.testing.assert_close(forward.execute([batch32])[0], model(batch32), atol=1e-5, rtol=1e-5)
+torch.testing.assert_close(
+    forward.execute([batch32])[0], model(batch32), atol=1e-5, rtol=1e-5
+)
 
 dynamic_program = to_edge_transform_and_lower(
-    torch.export.export(model, example_inputs, dynamic_shapes=({0: Dim("batch", min=1, max=8)},)),
+    torch.export.export(
+        model, example_inputs, dynamic_shapes=({0: Dim("batch", min=1, max=8)},)
+    ),
     transform_passes=get_transform_passes(),
     partitioner=[XnnpackPartitioner()],
 ).to_executorch()
 with open("runtime_inputs_dynamic.pte", "wb") as file:
     file.write(dynamic_program.buffer)
 
-dynamic_forward = Runtime.get().load_program("runtime_inputs_dynamic.pte").load_method("forward")
+dynamic_forward = (
+    Runtime.get().load_program("runtime_inputs_dynamic.pte").load_method("forward")
+)
 for batch_size in (1, 3, 8):
     inputs = torch.randn(batch_size, 16)
     with torch.no_grad():

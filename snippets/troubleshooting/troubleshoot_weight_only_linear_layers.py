@@ -43,7 +43,8 @@ runtime = Runtime.get()
 
 
 def lower(module, path, partitioner=None):
-    """Export *module*, lower it to XNNPACK, write *path*; return the ExecuTorch program."""
+    """Export *module*, lower it to XNNPACK, write *path*; return the ExecuTorch
+    program."""
     edge_program = to_edge_transform_and_lower(
         torch.export.export(module, example_inputs),
         transform_passes=get_transform_passes(),
@@ -71,8 +72,10 @@ fp32_pte_output = run(fp32_program)
 with torch.no_grad():
     fp32_output = model(*example_inputs)
 torch.testing.assert_close(fp32_pte_output, fp32_output, atol=1e-5, rtol=1e-5)
-print(f"fp32: max |pte - eager| = {max_error(fp32_pte_output, fp32_output):.1e}, "
-      f"largest |output| = {fp32_output.abs().max().item():.2f}")
+print(
+    f"fp32: max |pte - eager| = {max_error(fp32_pte_output, fp32_output):.1e}, "
+    f"largest |output| = {fp32_output.abs().max().item():.2f}"
+)
 
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts
@@ -101,22 +104,35 @@ facts.record("output_scale", output_scale, f"{output_scale:.2f}")
 from torchao.quantization import IntxWeightOnlyConfig, PerAxis, quantize_
 
 torchao_model = copy.deepcopy(model)
-quantize_(torchao_model, IntxWeightOnlyConfig(weight_dtype=torch.int8, granularity=PerAxis(0)))
+quantize_(
+    torchao_model, IntxWeightOnlyConfig(weight_dtype=torch.int8, granularity=PerAxis(0))
+)
 torchao_executorch_program = lower(torchao_model, "weight_only_torchao_int8.pte")
 torchao_program = runtime.load_program(torchao_executorch_program.buffer)
 torchao_pte_output = run(torchao_program)
 
-codes_model = copy.deepcopy(model)  # the fp32 model with the integer codes as its weights
+codes_model = copy.deepcopy(
+    model
+)  # the fp32 model with the integer codes as its weights
 for layer, quantized_layer in zip(codes_model, torchao_model):
     if isinstance(layer, torch.nn.Linear):
         layer.weight.data = quantized_layer.weight.qdata.float()
 with torch.no_grad():
     torchao_eager_output = torchao_model(*example_inputs)
     codes_output = codes_model(*example_inputs)
-print(f"max |eager int8 weight-only - eager fp32| = {max_error(torchao_eager_output, fp32_output):.3g}")
-print(f"max |pte - eager int8 weight-only|         = {max_error(torchao_pte_output, torchao_eager_output):.4g}")
-print(f"max |pte - eager with the codes as weights| = {max_error(torchao_pte_output, codes_output):.4g}"
-      f" (largest |output| {codes_output.abs().max().item():.4g})")
+print(
+    "max |eager int8 weight-only - eager fp32| = "
+    f"{max_error(torchao_eager_output, fp32_output):.3g}"
+)
+print(
+    "max |pte - eager int8 weight-only|         = "
+    f"{max_error(torchao_pte_output, torchao_eager_output):.4g}"
+)
+print(
+    "max |pte - eager with the codes as weights| = "
+    f"{max_error(torchao_pte_output, codes_output):.4g}"
+    f" (largest |output| {codes_output.abs().max().item():.4g})"
+)
 # [end wonly_torchao]
 
 # sphinx_gallery_start_ignore
@@ -131,7 +147,9 @@ assert torchao_eager_error < 0.05 * output_scale, torchao_eager_error
 # docs/guides/llm.md that links to it.
 assert torchao_error > 100 * torchao_eager_output.abs().max().item(), torchao_error
 # The cause: the program is the model with the integer codes as weights, to fp32 rounding.
-torch.testing.assert_close(torchao_pte_output, codes_output, rtol=1e-4, atol=1e-5 * codes_scale)
+torch.testing.assert_close(
+    torchao_pte_output, codes_output, rtol=1e-4, atol=1e-5 * codes_scale
+)
 facts.record("torchao_eager_error", torchao_eager_error, f"{torchao_eager_error:.3g}")
 facts.record("torchao_error", torchao_error, f"{torchao_error:.3g}")
 facts.record("codes_error", codes_error, f"{codes_error:.2g}")
@@ -191,21 +209,30 @@ facts.record("codes_scale", codes_scale, f"{codes_scale:.3g}")
 
 # [gallery-only wonly_pt2e]
 # [start wonly_pt2e]
-import executorch.kernels.quantized  # noqa: F401  (registers the dequantize_per_channel kernel)
-from executorch.backends.xnnpack.partition.config.xnnpack_config import ConfigPrecisionType
-from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import get_symmetric_quantization_config
+# registers the dequantize_per_channel kernel
+import executorch.kernels.quantized  # noqa: F401
+from executorch.backends.xnnpack.partition.config.xnnpack_config import (
+    ConfigPrecisionType,
+)
+from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+    get_symmetric_quantization_config,
+)
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from torchao.quantization.pt2e.quantizer import QuantizationAnnotation, Quantizer
 
 
 class LinearWeightOnlyQuantizer(Quantizer):
-    """Int8 weights, one scale per output row, for every linear layer; activations stay fp32."""
+    """Int8 weights, one scale per output row, for every linear layer; activations stay
+    fp32."""
 
     weight_spec = get_symmetric_quantization_config(is_per_channel=True).weight
 
     def annotate(self, graph_module):
         for node in graph_module.graph.nodes:
-            if node.op == "call_function" and node.target == torch.ops.aten.linear.default:
+            if (
+                node.op == "call_function"
+                and node.target == torch.ops.aten.linear.default
+            ):
                 weight = node.args[1]
                 node.meta["quantization_annotation"] = QuantizationAnnotation(
                     input_qspec_map={weight: self.weight_spec}, _annotated=True
@@ -216,7 +243,9 @@ class LinearWeightOnlyQuantizer(Quantizer):
         pass
 
 
-prepared = prepare_pt2e(torch.export.export(model, example_inputs).module(), LinearWeightOnlyQuantizer())
+prepared = prepare_pt2e(
+    torch.export.export(model, example_inputs).module(), LinearWeightOnlyQuantizer()
+)
 prepared(*example_inputs)  # the observers record the weights' ranges
 pt2e_model = convert_pt2e(prepared)
 
@@ -227,12 +256,23 @@ pt2e_pte_output = run(pt2e_program)
 with torch.no_grad():
     pt2e_eager_output = pt2e_model(*example_inputs)
 torch.testing.assert_close(pt2e_pte_output, pt2e_eager_output, atol=1e-5, rtol=1e-5)
-print(f"max |pte - eager int8 weight-only| = {max_error(pt2e_pte_output, pt2e_eager_output):.1e}")
-print(f"max |pte - eager fp32|              = {max_error(pt2e_pte_output, fp32_output):.2g}")
-print("operators outside XNNPACK:", [
-    f"{operator.name}.{operator.overload}"
-    for operator in pt2e_executorch_program.executorch_program.execution_plan[0].operators
-])
+print(
+    "max |pte - eager int8 weight-only| = "
+    f"{max_error(pt2e_pte_output, pt2e_eager_output):.1e}"
+)
+print(
+    "max |pte - eager fp32|              = "
+    f"{max_error(pt2e_pte_output, fp32_output):.2g}"
+)
+print(
+    "operators outside XNNPACK:",
+    [
+        f"{operator.name}.{operator.overload}"
+        for operator in pt2e_executorch_program.executorch_program.execution_plan[
+            0
+        ].operators
+    ],
+)
 # [end wonly_pt2e]
 
 # sphinx_gallery_start_ignore
@@ -242,15 +282,24 @@ pt2e_error = max_error(pt2e_pte_output, pt2e_eager_output)
 pt2e_vs_fp32 = max_error(pt2e_pte_output, fp32_output)
 # int8 weights move the outputs, but by little against their size.
 assert pt2e_vs_fp32 < 0.05 * output_scale, pt2e_vs_fp32
-outside = [f"{op.name}.{op.overload}" for op in pt2e_executorch_program.executorch_program.execution_plan[0].operators]
+outside = [
+    f"{op.name}.{op.overload}"
+    for op in pt2e_executorch_program.executorch_program.execution_plan[0].operators
+]
 assert outside == ["quantized_decomposed::dequantize_per_channel.out"], outside
 # What the prose says of the default partitioner: the multiplications stay outside XNNPACK.
-default_outside = ops_outside_delegates(to_edge_transform_and_lower(
-    torch.export.export(pt2e_model, example_inputs),
-    transform_passes=get_transform_passes(),
-    partitioner=[XnnpackPartitioner()],
-).exported_program().graph_module)
-assert default_outside.get("mm.default", 0) + default_outside.get("addmm.default", 0) == 2, default_outside
+default_outside = ops_outside_delegates(
+    to_edge_transform_and_lower(
+        torch.export.export(pt2e_model, example_inputs),
+        transform_passes=get_transform_passes(),
+        partitioner=[XnnpackPartitioner()],
+    )
+    .exported_program()
+    .graph_module
+)
+assert (
+    default_outside.get("mm.default", 0) + default_outside.get("addmm.default", 0) == 2
+), default_outside
 facts.record("pt2e_error", pt2e_error, f"{pt2e_error:.1e}")
 facts.record("pt2e_vs_fp32", pt2e_vs_fp32, f"{pt2e_vs_fp32:.2g}")
 # sphinx_gallery_end_ignore
@@ -285,8 +334,14 @@ from executorch.runtime import Runtime
 program = Runtime.get().load_program("weight_only_pt2e_int8.pte")
 print(program.load_method("forward").execute([torch.randn(32, 256)])[0].shape)
 """
-loaded = subprocess.run([sys.executable, "-c", load_from_file], capture_output=True, text=True)
-ended_by = signal.Signals(-loaded.returncode).name if loaded.returncode < 0 else f"exit status {loaded.returncode}"
+loaded = subprocess.run(
+    [sys.executable, "-c", load_from_file], capture_output=True, text=True
+)
+ended_by = (
+    signal.Signals(-loaded.returncode).name
+    if loaded.returncode < 0
+    else f"exit status {loaded.returncode}"
+)
 print(f"loaded from its file: {ended_by}")
 
 with open("weight_only_pt2e_int8.pte", "rb") as file:
@@ -297,7 +352,11 @@ print("loaded from the same file's bytes: agrees with eager")
 
 # sphinx_gallery_start_ignore
 # When this fails, the runtime loads the program from its path: drop this section.
-assert loaded.returncode == -signal.SIGSEGV, (loaded.returncode, loaded.stdout, loaded.stderr[-2000:])
+assert loaded.returncode == -signal.SIGSEGV, (
+    loaded.returncode,
+    loaded.stdout,
+    loaded.stderr[-2000:],
+)
 facts.record("file_ended_by", ended_by)
 # sphinx_gallery_end_ignore
 
@@ -321,7 +380,9 @@ facts.record("file_ended_by", ended_by)
 # sphinx_gallery_start_ignore
 from xnnguide.core import quiet
 
-held = quiet.hold()  # the speed table below: the other recipes of the build stop while this one times
+held = (
+    quiet.hold()
+)  # the speed table below: the other recipes of the build stop while this one times
 # sphinx_gallery_end_ignore
 # [gallery-only wonly_compare]
 # [start wonly_compare]
@@ -333,8 +394,12 @@ from torchao.quantization import Int8DynamicActivationIntxWeightConfig, PerGroup
 
 def quantize_dynamic(weight_dtype, granularity):
     quantized = copy.deepcopy(model)
-    quantize_(quantized, Int8DynamicActivationIntxWeightConfig(weight_dtype=weight_dtype,
-                                                               weight_granularity=granularity))
+    quantize_(
+        quantized,
+        Int8DynamicActivationIntxWeightConfig(
+            weight_dtype=weight_dtype, weight_granularity=granularity
+        ),
+    )
     return quantized
 
 
@@ -351,23 +416,40 @@ def median_ms(program, runs=100):
 
 executorch_programs = {
     "fp32": ("weight_only_fp32.pte", fp32_executorch_program),
-    "torchao weight-only int8 (wrong)": ("weight_only_torchao_int8.pte", torchao_executorch_program),
-    "PT2E weight-only int8, FP32 partitioner": ("weight_only_pt2e_int8.pte", pt2e_executorch_program),
-    "8da8w": ("weight_only_8da8w.pte", lower(quantize_dynamic(torch.int8, PerAxis(0)), "weight_only_8da8w.pte")),
-    "8da4w": ("weight_only_8da4w.pte", lower(quantize_dynamic(torch.int4, PerGroup(32)), "weight_only_8da4w.pte")),
+    "torchao weight-only int8 (wrong)": (
+        "weight_only_torchao_int8.pte",
+        torchao_executorch_program,
+    ),
+    "PT2E weight-only int8, FP32 partitioner": (
+        "weight_only_pt2e_int8.pte",
+        pt2e_executorch_program,
+    ),
+    "8da8w": (
+        "weight_only_8da8w.pte",
+        lower(quantize_dynamic(torch.int8, PerAxis(0)), "weight_only_8da8w.pte"),
+    ),
+    "8da4w": (
+        "weight_only_8da4w.pte",
+        lower(quantize_dynamic(torch.int4, PerGroup(32)), "weight_only_8da4w.pte"),
+    ),
 }
 results = {}
 for name, (path, executorch_program) in executorch_programs.items():
     program = runtime.load_program(executorch_program.buffer)
-    planned_bytes = sum(executorch_program.executorch_program.execution_plan[0].non_const_buffer_sizes)
+    planned_bytes = sum(
+        executorch_program.executorch_program.execution_plan[0].non_const_buffer_sizes
+    )
     results[name] = {
         "size_kib": os.path.getsize(path) / 1024,
         "planned_kib": planned_bytes / 1024,
         "ms": median_ms(program),
         "error": max_error(run(program), fp32_output),
     }
-    print(f"{name:40} {results[name]['size_kib']:6.0f} KiB file {results[name]['planned_kib']:6.0f} KiB planned "
-          f"{results[name]['ms']:7.3f} ms  max |pte - fp32| {results[name]['error']:.3g}")
+    print(
+        f"{name:40} {results[name]['size_kib']:6.0f} KiB file "
+        f"{results[name]['planned_kib']:6.0f} KiB planned "
+        f"{results[name]['ms']:7.3f} ms  max |pte - fp32| {results[name]['error']:.3g}"
+    )
 # [end wonly_compare]
 
 # sphinx_gallery_start_ignore
@@ -381,30 +463,69 @@ assert torchao_kib > 0.9 * fp32_kib, (torchao_kib, fp32_kib)
 # The PT2E one stores them in int8: about a quarter.
 assert weight_only_kib < 0.3 * fp32_kib, (weight_only_kib, fp32_kib)
 # Its planned memory holds the fp32 copies of the weights the kernel writes at every call.
-weight_kib = sum(layer.weight.numel() * 4 for layer in model if isinstance(layer, torch.nn.Linear)) / 1024
-planned_growth = results["PT2E weight-only int8, FP32 partitioner"]["planned_kib"] - results["fp32"]["planned_kib"]
+weight_kib = (
+    sum(
+        layer.weight.numel() * 4
+        for layer in model
+        if isinstance(layer, torch.nn.Linear)
+    )
+    / 1024
+)
+planned_growth = (
+    results["PT2E weight-only int8, FP32 partitioner"]["planned_kib"]
+    - results["fp32"]["planned_kib"]
+)
 assert planned_growth >= weight_kib, (planned_growth, weight_kib)
 # The supported schemes are close to fp32 too, and plan no room for fp32 weights.
 for name in ("8da8w", "8da4w"):
     assert results[name]["error"] < 0.2 * output_scale, (name, results[name]["error"])
-    assert results[name]["planned_kib"] <= results["fp32"]["planned_kib"], (name, results[name]["planned_kib"])
+    assert results[name]["planned_kib"] <= results["fp32"]["planned_kib"], (
+        name,
+        results[name]["planned_kib"],
+    )
 # Weight-only is the more accurate of the two int8 programs, and 8da8w's file is as small.
-assert results["8da8w"]["size_kib"] < 1.1 * weight_only_kib, (results["8da8w"]["size_kib"], weight_only_kib)
-assert pt2e_vs_fp32 < results["8da8w"]["error"], (pt2e_vs_fp32, results["8da8w"]["error"])
-facts.record("da8w_error", results["8da8w"]["error"], f"{results['8da8w']['error']:.2g}")
+assert results["8da8w"]["size_kib"] < 1.1 * weight_only_kib, (
+    results["8da8w"]["size_kib"],
+    weight_only_kib,
+)
+assert pt2e_vs_fp32 < results["8da8w"]["error"], (
+    pt2e_vs_fp32,
+    results["8da8w"]["error"],
+)
+facts.record(
+    "da8w_error", results["8da8w"]["error"], f"{results['8da8w']['error']:.2g}"
+)
 facts.record("fp32_kib", fp32_kib, f"{fp32_kib:.0f} KiB")
 facts.record("torchao_kib", torchao_kib, f"{torchao_kib:.0f} KiB")
 facts.record("weight_only_kib", weight_only_kib, f"{weight_only_kib:.0f} KiB")
 facts.record("weight_kib", weight_kib, f"{weight_kib:.0f} KiB")
 facts.record("planned_growth", planned_growth, f"{planned_growth:.0f} KiB")
-for key, name in (("fp32", "fp32"), ("weight_only", "PT2E weight-only int8, FP32 partitioner"),
-                  ("da8w", "8da8w"), ("da4w", "8da4w")):
+for key, name in (
+    ("fp32", "fp32"),
+    ("weight_only", "PT2E weight-only int8, FP32 partitioner"),
+    ("da8w", "8da8w"),
+    ("da4w", "8da4w"),
+):
     facts.record(f"{key}_ms", results[name]["ms"], f"{results[name]['ms']:.3f} ms")
 facts.record_table(
     "comparison",
-    ["Program", ".pte size", "Planned memory", "Median time per call", "Max |.pte - eager fp32|"],
-    [[name, f"{r['size_kib']:.0f} KiB", f"{r['planned_kib']:.0f} KiB", f"{r['ms']:.3f} ms", f"{r['error']:.3g}"]
-     for name, r in results.items()],
+    [
+        "Program",
+        ".pte size",
+        "Planned memory",
+        "Median time per call",
+        "Max |.pte - eager fp32|",
+    ],
+    [
+        [
+            name,
+            f"{r['size_kib']:.0f} KiB",
+            f"{r['planned_kib']:.0f} KiB",
+            f"{r['ms']:.3f} ms",
+            f"{r['error']:.3g}",
+        ]
+        for name, r in results.items()
+    ],
 )
 # sphinx_gallery_end_ignore
 

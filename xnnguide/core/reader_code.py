@@ -11,8 +11,9 @@ which also drops the region markers.
 ``python -m xnnguide.core.reader_code [PATH ...]`` (run by ``make check``) reports,
 as ``file:line: reader code: ...``, every pyflakes message on a recipe's
 reader copy (at the recipe's own line), every mention of ``xnnguide`` in
-it, every region that shows a line the reader copy leaves out, and every
-page that ``literalinclude``s a file of the ``xnnguide`` package or imports
+it, every line of code in it wider than :data:`WIDTH` columns (pages and
+phones would scroll it sideways; prose is wrapped by the page), every region
+that shows a line the reader copy leaves out, and every page that ``literalinclude``s a file of the ``xnnguide`` package or imports
 it (pages under ``contributing/`` excepted).
 """
 
@@ -32,6 +33,8 @@ from xnnguide.core.records import BUILD_STEPS
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "xnnguide"
+#: The widest line of code a reader gets: wider lines scroll sideways on a page, the more so on a phone.
+WIDTH = 88
 
 _IGNORE = re.compile(r"^\s*#\s*sphinx_gallery_(start|end)_ignore\s*$")
 # Lines that configure the build, not the reader's program: sphinx-gallery's
@@ -82,6 +85,20 @@ def reader_lines(text: str, origin: str = "<recipe>") -> list[tuple[int, str]]:
     return kept
 
 
+def _code_lines(lines: list[tuple[int, str]], tree: ast.Module) -> list[tuple[int, str]]:
+    """The lines of *lines* a page shows as code: not the module docstring (the page's title and intro) and
+    not sphinx-gallery's text blocks (a ``# %%`` line and the comment lines right after it)."""
+    docstring = range(0)
+    if tree.body and isinstance(tree.body[0], ast.Expr) and isinstance(tree.body[0].value, ast.Constant):
+        docstring = range(tree.body[0].lineno, (tree.body[0].end_lineno or 0) + 1)
+    code, in_text = [], False
+    for index, (number, line) in enumerate(lines, start=1):
+        in_text = line.startswith("# %%") or (in_text and line.startswith("#"))
+        if not in_text and index not in docstring:
+            code.append((number, line))
+    return code
+
+
 def reader_source(text: str, origin: str = "<recipe>") -> str:
     """The reader's copy of a recipe, as one string."""
     return "\n".join(line for _, line in reader_lines(text, origin)) + "\n"
@@ -114,6 +131,8 @@ def recipe_problems(path: Path, shown: str | None = None) -> list[str]:
     except SyntaxError as error:
         number = lines[(error.lineno or 1) - 1][0] if lines else 1
         return problems + [f"{shown}:{number}: reader code: does not parse without its ignore blocks: {error.msg}"]
+    problems += [f"{shown}:{number}: reader code: {len(line)} columns, wider than {WIDTH}: {line.strip()[:60]}"
+                 for number, line in _code_lines(lines, tree) if len(line) > WIDTH]
     for message in checker.Checker(tree, filename=shown).messages:
         number, line = lines[message.lineno - 1]
         if "# noqa" not in line:  # e.g. an import made for its side effect, saying so

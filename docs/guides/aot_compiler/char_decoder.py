@@ -16,7 +16,11 @@ class CharDecoder(torch.nn.Module):
         self.position = torch.nn.Embedding(DECODER_CONTEXT, dim)
         self.qkv = torch.nn.Linear(dim, 3 * dim, bias=False)
         self.out = torch.nn.Linear(dim, dim, bias=False)
-        self.ffn = torch.nn.Sequential(torch.nn.Linear(dim, 4 * dim), torch.nn.GELU(), torch.nn.Linear(4 * dim, dim))
+        self.ffn = torch.nn.Sequential(
+            torch.nn.Linear(dim, 4 * dim),
+            torch.nn.GELU(),
+            torch.nn.Linear(4 * dim, dim),
+        )
         self.head = torch.nn.Linear(dim, vocab, bias=False)
         cache_shape = (1, heads, DECODER_CONTEXT, dim // heads)
         self.register_buffer("k_cache", torch.zeros(cache_shape), persistent=False)
@@ -31,11 +35,16 @@ class CharDecoder(torch.nn.Module):
         torch._check(start + length <= DECODER_CONTEXT)
         positions = torch.arange(length) + start
         x = self.embed(tokens) + self.position(positions)
-        q, k, v = (t.reshape(1, length, self.heads, -1).transpose(1, 2) for t in self.qkv(x).chunk(3, dim=-1))
+        q, k, v = (
+            t.reshape(1, length, self.heads, -1).transpose(1, 2)
+            for t in self.qkv(x).chunk(3, dim=-1)
+        )
         self.k_cache.index_copy_(2, positions, k)  # the cache keeps the keys and values
         self.v_cache.index_copy_(2, positions, v)  # of every position so far
         mask = self.mask.narrow(0, start, length)
-        y = F.scaled_dot_product_attention(q, self.k_cache, self.v_cache, attn_mask=mask)
+        y = F.scaled_dot_product_attention(
+            q, self.k_cache, self.v_cache, attn_mask=mask
+        )
         x = x + self.out(y.transpose(1, 2).reshape(1, length, -1))
         return self.head(x + self.ffn(x))
 
