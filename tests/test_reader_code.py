@@ -133,3 +133,12 @@ def test_a_code_line_wider_than_88_columns_is_reported_and_prose_is_not(tmp_path
     line = text.splitlines().index(wide) + 1
     assert problems == [f"{tmp_path / 'wide.py'}:{line}: reader code: {len(wide)} columns, wider than 88: "
                         f"{wide[:60]}"]
+
+
+def test_the_new_recipe_template_is_reader_code_without_problems(tmp_path):
+    # `make new-recipe` copies the template with the recipe's name in place of the placeholder, so a
+    # problem in it reaches every new recipe; the slow test in test_new_recipe.py finds it minutes later.
+    from xnnguide.tools.new_recipe import PLACEHOLDER, TEMPLATE
+
+    text = TEMPLATE.read_text(encoding="utf-8").replace(PLACEHOLDER, "lower_a_model_with_a_long_name_fp32")
+    assert check([write(tmp_path, "from_template.py", text)]) == []

@@ -11,10 +11,11 @@ which also drops the region markers.
 ``python -m xnnguide.core.reader_code [PATH ...]`` (run by ``make check``) reports,
 as ``file:line: reader code: ...``, every pyflakes message on a recipe's
 reader copy (at the recipe's own line), every mention of ``xnnguide`` in
-it, every line of code in it wider than :data:`WIDTH` columns (pages and
+it, every line of code in it wider than ``WIDTH`` columns (pages and
 phones would scroll it sideways; prose is wrapped by the page), every region
-that shows a line the reader copy leaves out, and every page that ``literalinclude``s a file of the ``xnnguide`` package or imports
-it (pages under ``contributing/`` excepted).
+that shows a line the reader copy leaves out, and every page that
+``literalinclude``s a file of the ``xnnguide`` package or imports it (pages
+under ``contributing/`` excepted).
 """
 
 from __future__ import annotations
