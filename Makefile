@@ -65,13 +65,14 @@ merge-shards: venv ## combine shard folders into docs/gallery, then `make html` 
 # The browser tests drive Debian's Chromium; install it (as root, with apt)
 # when it is missing. It is a set-up step of `make test`, a prerequisite like
 # venv, so that it runs before the offline build (it needs the network) and
-# `make test` on a fresh machine still needs no other command.
+# `make test` on a fresh machine still needs no other command. apt-get waits
+# for another install that holds dpkg's lock (up to 10 minutes) instead of failing.
 browser: ## install Chromium for the browser tests when it is missing (apt-get; needs root)
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo ">> installing Chromium for the browser tests"; \
 	  if [ "$$(id -u)" != 0 ]; then echo "error: Chromium is missing; run as root or: sudo apt-get install -y chromium" >&2; exit 2; fi; \
-	  DEBIAN_FRONTEND=noninteractive apt-get update -q && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
+	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -q && \
+	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q chromium; }
 
 linkcheck: venv ## check links between pages offline; external URLs are listed, not fetched
 	$(OFFLINE) $(BIN)/sphinx-build -c . -d $(BUILDDIR)/doctrees -b linkcheck -q docs $(BUILDDIR)/linkcheck
