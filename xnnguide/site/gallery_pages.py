@@ -1,18 +1,62 @@
-"""The gallery pages sphinx-gallery writes, finished as they are read: no region markers, a verified stamp.
+"""The gallery pages sphinx-gallery writes, finished as they are read: no region markers, a verified stamp,
+cards that say what each recipe does.
 
 Region markers (``# [start lower]``, :mod:`xnnguide.core.regions`) serve the pages' ``literalinclude`` and
 the drift checker; readers of a gallery page never see them (the downloads lose them too, in
 :func:`xnnguide.core.reader_code.write_downloads`). Each recipe's page ends with its ``verified-stamp``
 (:mod:`.directives`).
+
+On the gallery's index pages, sphinx-gallery gives a recipe that draws no figure the same placeholder image as
+every other such recipe, and hides its description in a tooltip. :func:`cards` drops the placeholder and shows
+the description's first sentence on the card; a recipe that draws a figure keeps its thumbnail, with the
+sentence under it.
 """
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 
 from sphinx.application import Sphinx
 
 from xnnguide.core import regions
+
+
+# One card of sphinx-gallery's index pages (its THUMBNAIL_TEMPLATE): the opening div with the recipe's
+# description, the thumbnail image, the link to the recipe's page and the title.
+_CARD = re.compile(r'(?P<open><div class="sphx-glr-thumbcontainer" [^>]*tooltip="(?P<intro>[^"]*)">\n+'
+                   r'\.\. only:: html\n\n)(?P<image>  \.\. image:: /\S+\n    :alt:\n\n)'
+                   r'(?P<link>  :doc:`(?P<doc>[^`]+)`\n\n\.\. raw:: html\n\n *'
+                   r'<div class="sphx-glr-thumbnail-title">[^<]*</div>)')
+
+
+#: The longest card text, in characters: about two lines of a card; a longer sentence is cut at a word.
+CARD_CHARACTERS = 120
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a recipe's description, without inline-literal marks, cut to
+    :data:`CARD_CHARACTERS` at a word boundary (with an ellipsis) when it is longer."""
+    text = " ".join(text.replace("``", "").split())
+    match = re.match(r"(.+?[.!?])(?:\s|$)", text)
+    sentence = match.group(1) if match else text
+    if len(sentence) <= CARD_CHARACTERS:
+        return sentence
+    return sentence[: CARD_CHARACTERS - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+
+
+def cards(source: str, has_figure) -> str:
+    """The index page *source* with every card showing its recipe's first sentence, and the placeholder image
+    left out of cards whose recipe draws no figure (``has_figure(doc)`` says, for the card's ``:doc:`` link)."""
+
+    def card(match: re.Match) -> str:
+        sentence = html.escape(first_sentence(html.unescape(match["intro"])))
+        image = match["image"] if has_figure(match["doc"]) else ""
+        # A div, not a p: sphinx-gallery stretches every p of a card over it, to make the card one link.
+        return f'{match["open"]}{image}{match["link"]}<div class="xnnguide-card-intro">{sentence}</div>'
+
+    return _CARD.sub(card, source)
 
 
 def finish_gallery_page(app: Sphinx, docname: str, source: list[str]) -> None:
@@ -25,6 +69,14 @@ def finish_gallery_page(app: Sphinx, docname: str, source: list[str]) -> None:
     recipe = Path(app.confdir) / "snippets" / f"{docname[len(prefix):]}.py"
     if recipe.is_file():
         source[0] += f"\n\n.. verified-stamp:: {recipe.stem}\n"
+    elif "sphx-glr-thumbcontainer" in source[0]:
+        here = Path(app.srcdir) / docname
+
+        def has_figure(doc: str) -> bool:  # sphinx-gallery saves a recipe's figures as images/sphx_glr_<name>_001.png
+            page = (here.parent / doc) if not doc.startswith("/") else Path(app.srcdir) / doc.lstrip("/")
+            return (page.parent / "images" / f"sphx_glr_{page.name}_001.png").is_file()
+
+        source[0] = cards(source[0], has_figure)
 
 
 def register(app: Sphinx) -> None:
