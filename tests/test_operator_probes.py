@@ -96,6 +96,18 @@ def test_table_keeps_every_operator_and_flags_failures():
     assert by_operator["linear.default"][4].startswith("FAILED")
 
 
+
+def test_the_matrix_marks_each_cell_and_counts_the_conditions():
+    condition = models.CONDITIONS[0]
+    claim = Claim(condition.target, "AddConfig", probes.FP32)
+    verified = probes.ProbeResult(claim, probes.VERIFIED, "", 0.0, 1e-4)
+    refused = probes.ProbeResult(claim, probes.REFUSED, "1 node(s) left outside XNNPACK")
+    failed = probes.ProbeResult(Claim(condition.target, "AddConfig", probes.INT8), probes.NOT_DELEGATED, "x")
+    extra = {probes.FP16: [verified], probes.DYNAMIC_SHAPES: [refused]}
+    header, rows = probes.matrix([verified, failed], extra, [probes.ConditionResult(condition, refused, verified)])
+    assert header == ["Operator", *probes.PRECISIONS, *probes.EXTRA_COLUMNS, "Conditions"]
+    assert rows == [[condition.target, "✓", "✗", probes.NOT_CLAIMED_MARK, "✓", "–", "1"]]
+
 @pytest.fixture(scope="module")
 def runtime():
     from executorch.runtime import Runtime

@@ -96,3 +96,4 @@ def test_every_copy_of_read_delegation_is_the_same():
     copies = {name: read_regions(recipe(name))["read_delegation"].text for name in recipes}
     first = copies[recipes[0]]
     assert all(text == first for text in copies.values()), [name for name, text in copies.items() if text != first]
+

@@ -52,6 +52,9 @@ assert set(status_counts) <= {probes.VERIFIED, probes.NOT_DELEGATED, probes.FAIL
                               probes.NO_PROBE}, status_counts
 
 facts.record_table("support", header, rows)
+facts.record_table("matrix", *probes.matrix(results, extra, conditions))
+for name, mark in (("verified", "✓"), ("failed", "✗"), ("refused", "–"), ("not_claimed", probes.NOT_CLAIMED_MARK)):
+    facts.record(f"mark_{name}", mark)
 facts.record("operators", len(rows))
 facts.record("claims", len(results))
 facts.record("verified", status_counts[probes.VERIFIED])

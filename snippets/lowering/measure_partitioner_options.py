@@ -57,6 +57,21 @@ assert dict(config_keywords).keys() >= {
     "force_non_static_weights_for_f32_linear",
     "enable_bf16",
 }, config_keywords
+# One plain line per option for the page's table; an option the installed
+# partitioner gains or drops fails here, so the lines cannot fall behind.
+WHAT_IT_DOES = {
+    "configs": "Which operator configs may claim nodes; default: all of XNNPACK's.",
+    "config_precisions": "Keep only configs for these precisions: fp32, static or "
+    "dynamic int8.",
+    "per_op_mode": "One delegate per operator instead of one per run of operators; "
+    "less memory at load, more calls.",
+    "verbose": "Turn up the partitioner's own logger (not the configs', which say "
+    "why a node was left out).",
+    "force_non_static_weights_for_f32_linear": "Pass fp32 linear weights at every "
+    "call instead of packing them; not with convolutions.",
+    "enable_bf16": "Also claim bfloat16 operators (fp32 and fp16 are claimed "
+    "anyway).",
+}
 option_rows = [
     [
         name,
@@ -69,7 +84,15 @@ option_rows = [
     [name, default.strip(), "XNNPartitionerConfig.__init__ (via **kwargs)"]
     for name, default in config_keywords
 ]
-facts.record_table("options", ["Option", "Default", "Read by"], option_rows)
+assert {row[0] for row in option_rows} == set(WHAT_IT_DOES), (
+    sorted(row[0] for row in option_rows),
+    sorted(WHAT_IT_DOES),
+)
+facts.record_table(
+    "options",
+    ["Option", "What it does", "Default", "Read by"],
+    [[name, WHAT_IT_DOES[name], default, where] for name, default, where in option_rows],
+)
 facts.record("option_count", len(option_rows))
 # sphinx_gallery_end_ignore
 
@@ -268,6 +291,13 @@ assert per_op["delegate calls"] > default["delegate calls"] and not per_op["outs
 # process, which resets its memory peak before each load and reports how
 # much the load raised it, and how long one run takes.
 
+# sphinx_gallery_start_ignore
+from xnnguide.core import machine_load
+
+# The run times below are taken beside the build's other recipes: the window
+# measures how much of the machine they took, and the page flags the figures.
+load_window = machine_load.watch()
+# sphinx_gallery_end_ignore
 # [start per_op_memory]
 import json
 import subprocess
@@ -356,16 +386,20 @@ facts.record("stack_width", width)
 facts.record("stack_weight_mib", weight_mib, f"{weight_mib:.0f} MiB")
 facts.record("default_load_peak", default_peak, f"{default_peak:.0f} MiB")
 facts.record("per_op_load_peak", per_op_peak, f"{per_op_peak:.0f} MiB")
-facts.record(
-    "default_run_ms",
-    memory["default"]["run_ms"],
-    f"{memory['default']['run_ms']:.1f} ms",
-)
-facts.record(
-    "per_op_run_ms",
-    memory["per_op_mode=True"]["run_ms"],
-    f"{memory['per_op_mode=True']['run_ms']:.1f} ms",
-)
+from executorch.extension.pybindings.portable_lib import _threadpool_get_thread_count
+
+from xnnguide.core import timings
+
+for key, name in (("default_run_ms", "default"), ("per_op_run_ms", "per_op_mode=True")):
+    timings.record_latency(
+        key,
+        memory[name]["run_ms"],
+        subject=f"the partitioner page's stack of linear layers, {name} .pte",
+        threads=_threadpool_get_thread_count(),  # the child's runtime has the same default
+        batch=stack_inputs[0].shape[0],
+        load=load_window.close(),
+        digits=1,
+    )
 # sphinx_gallery_end_ignore
 
 # %%

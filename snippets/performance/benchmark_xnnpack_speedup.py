@@ -424,9 +424,15 @@ assert _threadpool_get_thread_count() == default_threads[1], (
 )
 facts.record("load_before", load_before, f"{load_before:.2f}")
 facts.record("load_after", load_after, f"{load_after:.2f}")
-hold = facts.record("timing_hold", held.record())  # the page quotes two of its figures
+hold = facts.record("timing_hold", held.record())  # the page quotes some of its figures
+load = hold["load"]  # what other work took of the machine while the programs were timed
 facts.record("recipes_stopped", hold["stopped"], f"{hold['stopped']}")
 facts.record("held_seconds", hold["seconds"], f"{hold['seconds']:.0f}")
+facts.record("other_share", load["other_share"], f"{load['other_share']:.0%}")
+facts.record("steal_share", load["steal_share"], f"{load['steal_share']:.0%}")
+from xnnguide.core.machine_load import BUSY_SHARE
+
+facts.record("busy_share", BUSY_SHARE, f"{BUSY_SHARE:.0%}")
 # sphinx_gallery_end_ignore
 
 # %%
@@ -462,7 +468,10 @@ left.set_xlim(
 left.set_yticks([row + width for row in range(len(names))], names)
 left.set_xlabel("speed-up over eager PyTorch, one thread (higher is faster)")
 left.set_title("One 224x224 image")
-left.legend(loc="upper right", fontsize=8)
+# Legends go under the axes, where they cannot hide a bar or a line.
+left.legend(
+    loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, fontsize=8, frameon=False
+)
 
 for name, marker in zip(names, "os"):
     for program, color in zip(
@@ -483,7 +492,9 @@ right.set_yscale("log")
 right.set_xlabel("threads")
 right.set_ylabel("median latency (ms)")
 right.set_title(f"Median latency with {', '.join(map(str, thread_counts))} threads")
-right.legend(fontsize=7)
+right.legend(
+    loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=7, frameon=False
+)
 # The title says what the chart shows; it is also the image's alternative text.
 figure.suptitle(
     "Speed-up over eager PyTorch, one thread: "
@@ -503,14 +514,33 @@ figure.suptitle(
 )
 plt.show()
 
+# sphinx_gallery_start_ignore
+# The legends are clear of what they label: no bar and no plotted point under either.
+figure.canvas.draw()
+renderer = figure.canvas.get_renderer()
+for axes in (left, right):
+    legend_box = axes.get_legend().get_window_extent(renderer)
+    for bar in axes.patches:
+        assert not legend_box.overlaps(bar.get_window_extent(renderer)), axes.get_title()
+    for line in axes.get_lines():
+        points = line.get_transform().transform(line.get_xydata())
+        assert not any(legend_box.contains(x, y) for x, y in points), axes.get_title()
+# sphinx_gallery_end_ignore
+
 
 # sphinx_gallery_start_ignore
-def ratio_text(ratio):
-    # Two decimals, or two significant digits for the portable kernels' tiny ratios.
-    return f"{ratio:.2f}" if ratio >= 0.1 else f"{ratio:.2g}"
+from xnnguide.core import timings as timing_facts  # `timings` holds the samples
 
 
-rows = []
+def fact_key(name, program):  # ("MobileNet V2", "XNNPACK fp32") -> "mobilenet_v2_xnnpack_fp32"
+    return f"{name} {program}".lower().replace(" ", "_").replace("-", "")
+
+
+def subject(name, program):  # what was timed, as every page that quotes it names it
+    return f"{name}, {'eager PyTorch' if program == 'eager' else program + ' .pte'}"
+
+
+rows, timed = [], []
 for name in models:
     for program in RUNS:
         for threads in thread_counts:
@@ -527,19 +557,41 @@ for name in models:
                     name,
                     program,
                     threads,
-                    f"{median_ms(samples):.1f}",
+                    1,
+                    timing_facts.latency_cell(median_ms(samples), load, digits=1),
                     f"{spread_ms(samples):.1f}",
                     len(samples),
-                    f"{ratio_text(speedup(name, program, threads))}x",
+                    timing_facts.speedup_cell(speedup(name, program, threads), load),
                     size,
                 ]
             )
-facts.record_table(
+            timed.append(
+                {
+                    "kind": "latency",
+                    "subject": subject(name, program),
+                    "threads": threads,
+                    "batch": 1,
+                }
+            )
+            # One figure per configuration for other pages to quote, under a key that
+            # says the thread count: ..._threads_1_ms, and ..._threads_all_ms for the
+            # most threads timed (the machine's default).
+            which = "all" if threads == thread_counts[-1] and threads > 1 else threads
+            timing_facts.record_latency(
+                f"{fact_key(name, program)}_threads_{which}_ms",
+                median_ms(samples),
+                subject=subject(name, program),
+                threads=threads,
+                batch=1,
+                load=load,
+            )
+timing_facts.record_timing_table(
     "latency",
     [
         "Model",
         "Program",
         "Threads",
+        "Batch",
         "Median (ms)",
         "Spread (ms)",
         "Timed runs",
@@ -547,17 +599,20 @@ facts.record_table(
         ".pte size",
     ],
     rows,
+    timed=timed,
+    load=load,
 )
 for name in models:
-    key = name.lower().replace(" ", "_").replace("-", "")
     for program in compiled:
         if (name, program, 1) not in timings:
             continue
-        ratio = speedup(name, program, 1)
-        facts.record(
-            f"{key}_{program.lower().replace(' ', '_')}_speedup",
-            ratio,
-            f"{ratio_text(ratio)}×",
+        timing_facts.record_speedup(
+            f"{fact_key(name, program)}_speedup",
+            speedup(name, program, 1),
+            subject=f"{subject(name, program)} against eager PyTorch",
+            threads=1,
+            batch=1,
+            load=load,
         )
 # sphinx_gallery_end_ignore
 
@@ -572,17 +627,18 @@ for name in models:
 # While the programs were timed (:fact:`benchmark_xnnpack_speedup/held_seconds`
 # seconds), the build stopped its other recipes that were running
 # (:fact:`benchmark_xnnpack_speedup/recipes_stopped`), so the timings had the
-# cores to themselves. The machine's 1-minute load average went from
-# :fact:`benchmark_xnnpack_speedup/load_before` to
-# :fact:`benchmark_xnnpack_speedup/load_after`, on
-# :fact:`benchmark_xnnpack_speedup/cores` cores. The benchmark's own threads
-# account for one or two of that; anything above means other programs were
-# competing for the CPU (it averages the last minute, so the figure from
-# before the timing still counts the recipes stopped then). Two-thread figures suffer most from that: a thread
-# pool waits for its slowest thread at the end of every operator, and a
-# thread the operating system does not schedule holds up the others. A
-# two-thread row far slower than its one-thread row, with a wide spread, is
-# the sign of a busy machine, not of the program.
+# cores to themselves; work outside the build took
+# :fact:`benchmark_xnnpack_speedup/other_share` of the machine meanwhile, and
+# the host of this virtual machine :fact:`benchmark_xnnpack_speedup/steal_share`
+# (read from the kernel's CPU counters; a figure taken while more than
+# :fact:`benchmark_xnnpack_speedup/busy_share` went elsewhere is marked as
+# timed on a busy machine). The 1-minute load
+# average printed above says less: it lags a minute behind, so it still counts
+# the recipes stopped just before the timing. Two-thread figures suffer most
+# from other work: a thread pool waits for its slowest thread at the end of
+# every operator, and a thread the operating system does not schedule holds up
+# the others. A two-thread row far slower than its one-thread row, with a wide
+# spread, is the sign of a busy machine, not of the program.
 #
 # .. fact-table:: benchmark_xnnpack_speedup/latency
 #    :caption: One 224x224 image, measured by this build

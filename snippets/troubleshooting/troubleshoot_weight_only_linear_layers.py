@@ -373,9 +373,9 @@ facts.record("file_ended_by", ended_by)
 # (int4 weights, one scale per group of 32), both torchao's
 # ``Int8DynamicActivationIntxWeightConfig`` lowered with the default
 # partitioner. For each program: the file size, the memory ExecuTorch plans
-# for intermediate tensors, the median time of repeated calls with one
-# thread on the machine that built this page, and the largest difference
-# from eager fp32.
+# for intermediate tensors, the median time of repeated calls (the whole
+# batch per call, on the runtime's default thread pool) on the machine that
+# built this page, and the largest difference from eager fp32.
 
 # sphinx_gallery_start_ignore
 from xnnguide.core import quiet
@@ -454,7 +454,11 @@ for name, (path, executorch_program) in executorch_programs.items():
 
 # sphinx_gallery_start_ignore
 held.release()
-facts.record("timing_hold", held.record())
+hold = facts.record("timing_hold", held.record())
+from executorch.extension.pybindings.portable_lib import _threadpool_get_thread_count
+
+from xnnguide.core import timings
+
 fp32_kib = results["fp32"]["size_kib"]
 weight_only_kib = results["PT2E weight-only int8, FP32 partitioner"]["size_kib"]
 torchao_kib = results["torchao weight-only int8 (wrong)"]["size_kib"]
@@ -506,7 +510,15 @@ for key, name in (
     ("da8w", "8da8w"),
     ("da4w", "8da4w"),
 ):
-    facts.record(f"{key}_ms", results[name]["ms"], f"{results[name]['ms']:.3f} ms")
+    timings.record_latency(
+        f"{key}_ms",
+        results[name]["ms"],
+        subject=f"the weight-only recipe's linear layers, {name} .pte",
+        threads=_threadpool_get_thread_count(),
+        batch=example_inputs[0].shape[0],
+        load=hold["load"],
+        digits=3,
+    )
 facts.record_table(
     "comparison",
     [

@@ -9,6 +9,8 @@ of the packages above it.
 * :mod:`.reader_code`: the code a reader gets, and the check that it runs;
 * :mod:`.environment`: package versions and the CPU a recipe ran with;
 * :mod:`.quiet`: a quiet machine for the lines of a recipe that time something;
+* :mod:`.machine_load`: how much of the machine other work took while a recipe timed;
+* :mod:`.timings`: timings recorded with their threads, batch and machine state;
 * :mod:`.delegation`: reading a lowered graph, what XNNPACK took and what it left;
 * :mod:`.schemes`: the quantization schemes, applied as the Quantization guide shows.
 """

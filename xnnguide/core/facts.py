@@ -71,13 +71,15 @@ def record(key: str, value: Any, display: str | None = None) -> Any:
     return value
 
 
-def record_table(key: str, header: list[str], rows: list[list[Any]]) -> None:
-    """Record a table (a header and rows of cells) under *key*."""
+def record_table(key: str, header: list[str], rows: list[list[Any]], about: dict[str, Any] | None = None) -> None:
+    """Record a table (a header and rows of cells) under *key*; *about*, if given, is kept with it for the
+    build to read (what ``xnnguide.core.timings`` says of a table of timings)."""
     if any(len(row) != len(header) for row in rows):
         raise ValueError(f"table {key!r}: every row needs {len(header)} cells")
     _active["facts"][key] = {
         "header": [str(cell) for cell in header],
         "rows": [[str(cell) for cell in row] for row in rows],
+        **({"about": about} if about else {}),
     }
     _write()
 

@@ -16,7 +16,8 @@ The parts meet in a folder named by the ``XNNGUIDE_QUIET_DIR`` environment varia
 
 Without ``XNNGUIDE_QUIET_DIR`` (a recipe run alone, ``make recipe``) nothing else is running: :func:`hold`
 stops nothing. A stopped recipe's time budget keeps running, so holds must stay short: seconds, not minutes.
-This module imports nothing of the site's.
+What other work (outside the build, or the host's other machines) took while the machine was held is measured
+by :mod:`.machine_load` and recorded with the hold.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from pathlib import Path
 from typing import IO
 
 import psutil
+
+from xnnguide.core import machine_load
 
 ENV = "XNNGUIDE_QUIET_DIR"
 #: How long :func:`hold` waits for the processes it stopped to be seen stopped.
@@ -89,6 +92,7 @@ class Hold:
     lock: IO[str] | None = field(default=None, repr=False)  # the exclusive lock, held until release()
     started: float = field(default_factory=time.monotonic)
     seconds: float = 0.0
+    load: machine_load.Window = field(default_factory=lambda: machine_load.watch())
 
     def release(self) -> float:
         """Continue the stopped recipes and let the next holder in; the seconds the machine was held."""
@@ -99,11 +103,14 @@ class Hold:
             self.lock.close()
             self.path = None
         self.seconds = time.monotonic() - self.started
+        self.load.close()
         return self.seconds
 
     def record(self) -> dict:
-        """What a recipe records of its hold (``facts.record("timing_hold", ...)``), once released."""
-        return {"in_build": self.in_build, "stopped": len(self.stopped), "seconds": round(self.seconds, 3)}
+        """What a recipe records of its hold (``facts.record("timing_hold", ...)``), once released: the recipes
+        it stopped, for how long, and what other work took of the machine meanwhile (``load``)."""
+        return {"in_build": self.in_build, "stopped": len(self.stopped), "seconds": round(self.seconds, 3),
+                "load": self.load.close()}
 
 
 def hold() -> Hold:

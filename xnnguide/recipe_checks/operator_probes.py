@@ -110,6 +110,11 @@ class ProbeResult:
     def verified(self) -> bool:
         return self.status == VERIFIED
 
+    def mark(self) -> str:
+        """This result in the compact matrix: ✓ verified, ✗ a claim that failed its probe, – refused (an extra
+        column's finding, not a failure)."""
+        return {VERIFIED: "✓", REFUSED: "–"}.get(self.status, "✗")
+
     def cell(self) -> str:
         """The text of this result's table cell."""
         if self.status == VERIFIED:
@@ -484,6 +489,25 @@ def survey(runtime) -> Survey:
     conditions = [ConditionResult(c, refused[id(c)], accepted.get(id(c)) or by_target.get(c.target, missing))
                   for c in models.CONDITIONS]
     return Survey(results, extra, conditions)
+
+
+#: A precision the operator's config does not claim, in the compact matrix.
+NOT_CLAIMED_MARK = "·"
+
+
+def matrix(results: list[ProbeResult], extra: dict[str, list[ProbeResult]] | None = None,
+           conditions: list[ConditionResult] | None = None) -> tuple[list[str], list[list[str]]]:
+    """The support table at a glance: its operators and precision columns, each cell a mark
+    (:meth:`ProbeResult.mark`, or ``NOT_CLAIMED_MARK``), and how many probed conditions an operator has."""
+    header, rows = table(results, extra, conditions)
+    marks = {result.cell(): result.mark() for result in [*results, *(r for found in (extra or {}).values()
+                                                                      for r in found)]}
+    counted: dict[str, int] = {}
+    for result in conditions or []:
+        counted[result.condition.target] = counted.get(result.condition.target, 0) + 1
+    return (["Operator", *header[2:-1], "Conditions"],
+            [[row[0], *(NOT_CLAIMED_MARK if cell == NOT_CLAIMED else marks[cell] for cell in row[2:-1]),
+              str(counted.get(row[0], "")) or "-"] for row in rows])
 
 
 def table(results: list[ProbeResult], extra: dict[str, list[ProbeResult]] | None = None,

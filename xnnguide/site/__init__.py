@@ -21,6 +21,7 @@ Writing the pages:
 * :mod:`.directives`: the roles and directives that put what the recipes recorded into a page (facts,
   quoted errors, tables, verified stamps, recipe times);
 * :mod:`.gallery_pages`: the gallery pages, finished as they are read: no region markers, a verified stamp;
+* :mod:`.timing_sources`: every quoted timing with its conditions, and one recipe per measured quantity;
 * :mod:`.ledger`: the ``execution-ledger`` directive, what became of every code block (it runs the drift
   checker, :mod:`xnnguide.doccheck`);
 * :mod:`.navigation`: the header and sidebar by kind of page;

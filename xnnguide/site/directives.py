@@ -8,7 +8,8 @@
 
 Each one warns at its line when what it shows was not recorded, and makes the page depend on the files it
 read, so the page is read again when a recipe records anew. A fact or quote that ends its own sentence must
-not be followed by the page's full stop (:func:`doubled_stops`). :func:`rst_table` builds their tables (and the
+not be followed by the page's full stop (:func:`doubled_stops`); a quoted timing must carry its conditions and
+have one source (:mod:`.timing_sources`). :func:`rst_table` builds their tables (and the
 execution ledger's, :mod:`.ledger`).
 """
 
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from docutils import nodes
+from sphinx import addnodes
 from docutils.parsers.rst.directives import unchanged
 from docutils.utils import get_source_line
 from sphinx.application import Sphinx
@@ -29,6 +31,7 @@ from sphinx.util.docutils import SphinxDirective, SphinxRole
 from xnnguide.core import facts
 from xnnguide.core.records import (budget_seconds, build_step_files, find_source, load_run_record, quote_recorded,
                                    recipe_files, recorded_texts, records_dir, shown)
+from xnnguide.site import timing_sources
 from xnnguide.site.runs import gallery_dir
 
 logger = logging.getLogger(__name__)
@@ -51,6 +54,7 @@ def _recorded(element: SphinxRole | SphinxDirective, target: str, field: str) ->
         element.env.note_dependency(str(path))  # re-read this page whenever the recipe records new figures
         recorded = facts.load(path)
         if field in recorded.get(key, {}):
+            timing_sources.note(element, recipe, key, recorded[key])
             return recorded[key]
         problem = (f"{target!r} {_WRONG_KIND[field]}" if key in recorded
                    else f"recipe {recipe!r} recorded no fact {key!r}; it has: {', '.join(sorted(recorded))}"
@@ -163,8 +167,23 @@ def recipe_times(self: SphinxDirective) -> list[nodes.Node]:
                    "Run times of the recipes and build steps in the build of this site", "xnnguide-recipe-times")]
 
 
+#: The page that says what a stamp promises and what it does not; every stamp links to it.
+VERIFIED_PAGE = "/explanation/verified"
+
+
+def _link(self: SphinxDirective, docname: str, text: str) -> addnodes.pending_xref:
+    """A link to the page *docname* (``/gallery/...``), resolved and checked by Sphinx like ``{doc}``."""
+    return addnodes.pending_xref("", nodes.inline(text=text), refdomain="std", reftype="doc", reftarget=docname,
+                                 refexplicit=True, refwarn=True, refdoc=self.env.docname)
+
+
 def verified_stamp(self: SphinxDirective) -> list[nodes.Node]:
-    """``verified-stamp``: which releases, machine and date verified a recipe."""
+    """``verified-stamp``: which releases, machine and date verified a recipe.
+
+    The first stamp on a page names the releases and the machine; a later one whose run had the same names only
+    its recipe, date and time and points to the first, so a page with five recipes says the rest once. The
+    recipe's path links to its gallery page (a build step's, which has none, stays text), and every stamp links
+    to the page on what "verified" means."""
     recipe = self.arguments[0].strip()
     record = _run_record(self, recipe)
     if record is None:
@@ -175,12 +194,21 @@ def verified_stamp(self: SphinxDirective) -> list[nodes.Node]:
     env = record["environment"]
     source = Path(record.get("source") or f"snippets/{record['recipe']}.py")
     versions = ", ".join(f"{name} {version}" for name, version in env["versions"].items())
-    text = (
-        f"Verified by running {shown(source)} on "
-        f"{record['finished'][:10]} ({record['seconds']:.1f} s) with {versions}, Python {env['python']}, "
-        f"on {env['cpu']} ({env['cores']} logical cores, {env['machine']})."
-    )
-    return [nodes.container("", nodes.paragraph(text=text), classes=["xnnguide-stamp"])]
+    where = (f"with {versions}, Python {env['python']}, "
+             f"on {env['cpu']} ({env['cores']} logical cores, {env['machine']})")
+    named = shown(source)  # snippets/<task>/<name>.py, or docs/build_steps/<name>.py for a build step
+    recipe_page = "/gallery/" + named.removeprefix("snippets/").removesuffix(".py") \
+        if named.startswith("snippets/") else None  # a build step has no page
+    path = _link(self, recipe_page, named) if recipe_page else nodes.Text(named)
+    when = f" on {record['finished'][:10]} ({record['seconds']:.1f} s) "
+    first = self.env.temp_data.setdefault("xnnguide_first_stamp", where)  # temp_data lasts one page's reading
+    stamped = self.env.temp_data.get("xnnguide_stamped", False)
+    self.env.temp_data["xnnguide_stamped"] = True
+    said = "with the releases and on the machine of the first stamp on this page" if stamped and where == first \
+        else where
+    paragraph = nodes.paragraph("", "", nodes.Text("Verified by running "), path, nodes.Text(when + said + ". "),
+                                _link(self, VERIFIED_PAGE, "What verified means"))
+    return [nodes.container("", paragraph, classes=["xnnguide-stamp"])]
 
 
 _ENDS_SENTENCE = (".", "!", "?")
@@ -221,3 +249,4 @@ def register(app: Sphinx) -> None:
     app.add_directive("verified-stamp", _directive(verified_stamp))
     app.add_directive("recipe-times", _directive(recipe_times, arguments=0))
     app.connect("doctree-read", _warn_doubled_stops)
+    timing_sources.register(app)

@@ -1,0 +1,128 @@
+"""Timings carry their conditions and the machine's state (xnnguide.core.timings, xnnguide.core.machine_load), and
+the build quotes each measured quantity from one recipe (xnnguide.site.timing_sources)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import types
+
+import pytest
+
+from xnnguide.core import facts, machine_load, timings
+from xnnguide.site.timing_sources import bare_timing, conflicts
+
+pytestmark = pytest.mark.static
+
+QUIET = {"seconds": 1.0, "cores": 2, "other_share": 0.02, "steal_share": 0.0, "busy": False}
+BUSY = {"seconds": 1.0, "cores": 2, "other_share": 0.48, "steal_share": 0.12, "busy": True}
+
+
+def spin(seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+
+
+def test_a_window_sees_other_processes_take_the_cores():
+    # One spinning process per core, started before the window opens: whatever this process gets, most of the
+    # machine's time goes to the others.
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    try:
+        time.sleep(0.3)
+        window = machine_load.watch()
+        spin(1.0)
+        load = window.close()
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+    assert load["busy"] and load["other_share"] > machine_load.BUSY_SHARE, load
+    assert window.close() is load  # closed once
+
+
+def test_this_process_and_its_children_are_not_other_work(monkeypatch):
+    # The counters, read at the window's open and close: the machine was busy for 3.0 core-seconds over 2 s on
+    # 2 cores (capacity 4), 2.5 of them this process tree's (a waited-for child included), 0.2 stolen.
+    busy = iter([(100.0, 10.0), (103.0, 10.2)])
+    own = iter([5.0, 7.5])
+    clock = iter([50.0, 52.0])
+    monkeypatch.setattr(machine_load, "_busy_seconds", lambda: next(busy))
+    monkeypatch.setattr(machine_load, "_own_seconds", lambda: next(own))
+    monkeypatch.setattr(machine_load, "time", types.SimpleNamespace(monotonic=lambda: next(clock)))
+    monkeypatch.setattr(machine_load, "os",
+                        types.SimpleNamespace(cpu_count=lambda: 2, sched_getaffinity=os.sched_getaffinity))
+    load = machine_load.watch().close()
+    assert (load["other_share"], load["steal_share"], load["busy"]) == (0.125, 0.05, True), load
+
+
+def test_a_latency_names_its_threads_and_batch_and_a_busy_machine():
+    # No recipe is active here, so facts.record keeps what it records in memory only.
+    assert timings.record_latency("eager_ms", 9.041, subject="M, eager", threads=2, batch=1, load=QUIET) == 9.041
+    recorded = facts._active["facts"]
+    assert recorded["eager_ms"]["display"] == "9.04 ms (batch 1, 2 threads)"
+    timings.record_latency("busy_ms", 21.9, subject="M, eager", threads=1, batch=8, load=BUSY, digits=1)
+    assert recorded["busy_ms"]["display"] == ("21.9 ms (batch 8, 1 thread; timed on a busy machine: other work "
+                                              "took 48% of the machine and the host took 12%)")
+    timings.record_latency("load_ms", 3.0, subject="a load", threads=None, batch=None, load=QUIET, digits=1)
+    assert recorded["load_ms"]["display"] == "3.0 ms"
+
+
+def test_a_speed_up_from_a_busy_machine_is_never_bare():
+    timings.record_speedup("speedup", 27.01, subject="M .pte against eager", threads=2, batch=1, load=BUSY)
+    display = facts._active["facts"]["speedup"]["display"]
+    assert display.startswith("27.01× (batch 1, 2 threads; timed on a busy machine:"), display
+    assert timings.speedup_text(0.0123) == "0.012×" and timings.speedup_cell(3.0, BUSY).startswith("3.00× (timed")
+
+
+def test_a_load_that_machine_load_did_not_measure_is_refused():
+    with pytest.raises(ValueError, match="load must be what machine_load measured"):
+        timings.record_latency("x_ms", 1.0, subject="M", threads=1, batch=1, load={"seconds": 1})
+
+
+@pytest.mark.parametrize(("key", "is_timing"), [
+    ("eager_ms", True), ("cached_second_load_ms", True), ("speedup", True), ("mobilenet_v2_int8_speedup", True),
+    ("latency", True), ("items", False), ("max_abs_error", False), ("cold_build_seconds", False),
+])
+def test_keys_that_say_timing(key, is_timing):
+    assert timings.looks_like_timing(key) is is_timing
+
+
+def test_a_bare_number_under_a_timing_key_is_reported_and_a_recorded_timing_is_not():
+    assert "recorded without its conditions" in bare_timing("r", "eager_ms", {"value": 9.0, "display": "9.0 ms"})
+    timings.record_latency("eager_ms", 9.0, subject="M", threads=1, batch=1, load=QUIET)
+    assert bare_timing("r", "eager_ms", facts._active["facts"]["eager_ms"]) is None
+    assert bare_timing("r", "max_abs_error", {"value": 1e-6, "display": "1e-6"}) is None
+    assert "recorded without its conditions" in bare_timing("r", "latency", {"header": ["ms"], "rows": [["1"]]})
+
+
+def quote(recipe, subject, threads=2, batch=1, kind="latency", where="docs/page.md:1"):
+    return {"recipe": recipe, "key": "k_ms", "location": where, "kind": kind, "subject": subject,
+            "threads": threads, "batch": batch}
+
+
+def test_one_quantity_quoted_from_two_recipes_is_a_conflict():
+    found = conflicts({"a": [quote("tutorial", "MobileNet V2, eager PyTorch")],
+                       "b": [quote("cpp", "MobileNet V2, eager PyTorch", where="docs/cpp.md:9")]})
+    assert [(seen["recipe"], later["recipe"], later["location"]) for seen, later in found] == [
+        ("tutorial", "cpp", "docs/cpp.md:9")]
+
+
+@pytest.mark.parametrize("other", [
+    quote("cpp", "MobileNet V2, eager PyTorch", threads=1),  # other threads
+    quote("cpp", "MobileNet V2, eager PyTorch", batch=8),  # another batch
+    quote("cpp", "MobileNet V2, XNNPACK fp32 .pte"),  # another subject
+    quote("tutorial", "MobileNet V2, eager PyTorch", where="docs/other.md:3"),  # the same recipe, quoted twice
+])
+def test_a_stated_difference_or_the_same_source_is_no_conflict(other):
+    assert conflicts({"a": [quote("tutorial", "MobileNet V2, eager PyTorch")], "b": [other]}) == []
+
+
+def test_a_timing_table_says_what_its_rows_timed():
+    timed = [{"kind": "latency", "subject": "M, eager", "threads": 1, "batch": 1}]
+    timings.record_timing_table("latency", ["Program", "Median"], [["eager", "1.0 ms"]], timed=timed, load=QUIET)
+    assert timings.timed_in(facts._active["facts"]["latency"]) == timed
+    with pytest.raises(ValueError, match="each timed entry needs"):
+        timings.record_timing_table("latency", ["Program"], [["eager"]], timed=[{"subject": "M"}], load=QUIET)

@@ -1,0 +1,115 @@
+"""Timings as the pages show them: with their threads and batch, and flagged when the machine was busy.
+
+A latency means little without the conditions it was taken under, and the same model timed by two recipes on
+one machine gives two figures. So a recipe records a timing with :func:`record_latency` (or a ratio of two with
+:func:`record_speedup`), naming what was timed (*subject*), the threads and the batch, and passing what
+:mod:`xnnguide.core.machine_load` measured while it timed. The display names the conditions; a timing taken
+while other work held more than :data:`xnnguide.core.machine_load.BUSY_SHARE` of the machine says so, and a
+ratio taken then is not shown as a plain speed-up. A table of timings is recorded with
+:func:`record_timing_table`, its cells written by :func:`latency_cell`, its columns naming threads and batch.
+
+What was timed is kept with each fact (:func:`timed_in`); the build reads it back to check that no two recipes
+quote the same subject under the same conditions (one source per measured quantity), and warns at a page that
+quotes a timing recorded without its conditions (:func:`looks_like_timing`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from xnnguide.core import facts
+
+KINDS = ("latency", "speedup")
+# The keys recipes give timings: ``eager_ms``, ``cached_second_load_ms``, ``int8_speedup``, ``latency``.
+_TIMING_KEY = re.compile(r"(?:^|_)(?:ms|speedup|latency)$")
+
+
+def conditions(threads: int | None, batch: int | None) -> str:
+    """``"batch 1, 2 threads"``: the conditions a timing names wherever it is shown."""
+    parts = [] if batch is None else [f"batch {batch}"]
+    if threads is not None:
+        parts.append(f"{threads} thread{'s' if threads != 1 else ''}")
+    return ", ".join(parts)
+
+
+def busy_note(load: dict) -> str:
+    """What a busy window adds to a timing's text (``""`` for a quiet one)."""
+    if not load["busy"]:
+        return ""
+    shares = [f"other work took {load['other_share']:.0%} of the machine"]
+    if load["steal_share"] > 0.01:
+        shares.append(f"the host took {load['steal_share']:.0%}")
+    return "timed on a busy machine: " + " and ".join(shares)
+
+
+def latency_cell(ms: float, load: dict, digits: int = 2) -> str:
+    """A latency for a table cell whose columns name threads and batch: ``"9.04 ms"``, flagged when busy."""
+    note = busy_note(load)
+    return f"{ms:.{digits}f} ms" + (f" ({note})" if note else "")
+
+
+def speedup_text(ratio: float) -> str:
+    """``"2.10×"``, or two significant digits for ratios below 0.1 (``"0.012×"``)."""
+    return f"{ratio:.2f}×" if ratio >= 0.1 else f"{ratio:.2g}×"
+
+
+def speedup_cell(ratio: float, load: dict) -> str:
+    """A speed-up for a table cell: :func:`speedup_text`, flagged when the machine was busy."""
+    note = busy_note(load)
+    return speedup_text(ratio) + (f" ({note})" if note else "")
+
+
+def _record(kind: str, key: str, value: float, text: str, subject: str, threads: int | None, batch: int | None,
+            load: dict) -> float:
+    if "busy" not in load:
+        raise ValueError(f"{key}: load must be what machine_load measured (Window.close() or a hold's record)")
+    named = conditions(threads, batch)
+    note = busy_note(load)
+    display = f"{text} ({'; '.join(part for part in (named, note) if part)})" if named or note else text
+    facts.record(key, {"kind": kind, kind: value, "subject": subject, "threads": threads, "batch": batch,
+                       "load": load}, display)
+    return value
+
+
+def record_latency(key: str, ms: float, *, subject: str, threads: int | None, batch: int | None, load: dict,
+                   digits: int = 2) -> float:
+    """Record *ms*, the latency of *subject* (``"MobileNet V2, eager PyTorch"``); returns *ms*.
+
+    *threads* and *batch* are named in the display (``None`` where they do not apply, as for a load time);
+    *load* is :meth:`xnnguide.core.machine_load.Window.close`'s result, or the ``load`` of a hold's record.
+    """
+    return _record("latency", key, ms, f"{ms:.{digits}f} ms", subject, threads, batch, load)
+
+
+def record_speedup(key: str, ratio: float, *, subject: str, threads: int | None, batch: int | None,
+                   load: dict) -> float:
+    """Record *ratio*, how many times faster *subject* ran (``"MobileNet V2 .pte against eager"``).
+
+    On a busy machine the display reads "2.10× (…; timed on a busy machine: …)", never a bare speed-up.
+    """
+    return _record("speedup", key, ratio, speedup_text(ratio), subject, threads, batch, load)
+
+
+def record_timing_table(key: str, header: list[str], rows: list[list[Any]], *, timed: list[dict[str, Any]],
+                        load: dict) -> None:
+    """Record a table of timings; *timed* lists what its rows timed, each ``{"kind", "subject", "threads",
+    "batch"}`` (the table's columns name the threads and batch; its cells come from :func:`latency_cell`)."""
+    for each in timed:
+        if each.get("kind") not in KINDS or not {"subject", "threads", "batch"} <= set(each):
+            raise ValueError(f"{key}: each timed entry needs kind (one of {KINDS}), subject, threads and batch")
+    facts.record_table(key, header, rows, about={"timed": timed, "load": load})
+
+
+def timed_in(fact: dict[str, Any]) -> list[dict[str, Any]]:
+    """What a recorded fact timed: one entry for a timing, one per timed row for a table of timings, none for
+    anything else."""
+    value = fact.get("value")
+    if isinstance(value, dict) and value.get("kind") in KINDS:
+        return [value]
+    return list(fact.get("about", {}).get("timed", []))
+
+
+def looks_like_timing(key: str) -> bool:
+    """Whether a fact's key says it is a timing (``…_ms``, ``…speedup``), so that it must carry its conditions."""
+    return bool(_TIMING_KEY.search(key))
