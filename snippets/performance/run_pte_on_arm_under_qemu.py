@@ -356,8 +356,8 @@ facts.record("sme_deterministic", "yes")
 # ``smstart``/``smstop``), SVE (bits 28 to 25 ``0010``, the vector code SME's
 # streaming mode runs), i8mm (``smmla``, ``ummla``, ``usmmla``, ``usdot``,
 # ``sudot``), dot product (``sdot``, ``udot``), and NEON: any other
-# instruction on vector registers. An instruction is counted once, however
-# often it ran.
+# instruction on vector registers. An instruction counts each time QEMU
+# translates the code it is in (usually once), not each time it runs.
 
 # [start arm_kernels]
 import re
