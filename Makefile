@@ -173,5 +173,5 @@ clean: ## remove the built site, generated gallery and recipe outputs
 	rm -rf $(BUILDDIR) docs/gallery
 	find snippets \( -name "*.pte" -o -name "*.etdp" -o -name "*.etrecord" \) -delete
 
-distclean: clean ## also remove the virtual environment
-	rm -rf $(VENV)
+distclean: clean ## also remove the virtual environment and the unpacked aarch64 wheel
+	rm -rf $(VENV) $(AARCH64_DIR)
