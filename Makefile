@@ -28,7 +28,7 @@ ENV_KEY   := $(shell cat requirements.txt pyproject.toml | sha256sum | cut -c1-1
 ENV_STAMP := $(VENV)/.installed-$(ENV_KEY)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv html merge-shards browser linkcheck test check check-build recipe new-recipe bench bench-aot serve clean distclean
+.PHONY: help venv html merge-shards browser aarch64 linkcheck test check check-build recipe new-recipe bench bench-aot serve clean distclean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -74,6 +74,29 @@ browser: ## install Chromium for the browser tests when it is missing (apt-get; 
 	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -q && \
 	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q chromium; }
 
+# The ARM recipe (snippets/performance/run_pte_on_arm_with_qemu.py) cross-builds the C++ runner for aarch64
+# and runs it under QEMU. Its tools are Debian's (installed with apt-get as root, like Chromium), its
+# runtime the aarch64 build of the pinned executorch wheel, downloaded with pip and unpacked (not
+# installed) into $(AARCH64_DIR). A set-up step of `make test`: the offline build downloads nothing.
+# The recipe finds the unpacked wheel through EXECUTORCH_AARCH64.
+AARCH64_DEBS := g++-aarch64-linux-gnu libc6-arm64-cross libstdc++-12-dev-arm64-cross qemu-user
+ET_VERSION   := $(shell sed -n 's/^executorch==//p' requirements.txt)
+AARCH64_DIR  ?= .aarch64/executorch-$(ET_VERSION)
+export EXECUTORCH_AARCH64 := $(abspath $(AARCH64_DIR))/executorch
+aarch64: venv ## install the ARM cross-compiler, QEMU and the aarch64 executorch wheel when missing (apt-get, pip; needs root)
+	@command -v aarch64-linux-gnu-g++ >/dev/null 2>&1 && command -v qemu-aarch64 >/dev/null 2>&1 || { \
+	  echo ">> installing the aarch64 cross-compiler and QEMU for the ARM recipe"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "error: the aarch64 tools are missing; run as root or: sudo apt-get install -y $(AARCH64_DEBS)" >&2; exit 2; fi; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(AARCH64_DEBS); }
+	@test -f $(EXECUTORCH_AARCH64)/share/cmake/executorch-config.cmake || { \
+	  echo ">> downloading executorch $(ET_VERSION) for manylinux_2_28_aarch64 into $(AARCH64_DIR)"; \
+	  rm -rf $(AARCH64_DIR) $(AARCH64_DIR).download && \
+	  $(BIN)/pip download --disable-pip-version-check --progress-bar off --no-deps --only-binary=:all: \
+	    --platform manylinux_2_28_aarch64 --python-version 3.11 -d $(AARCH64_DIR).download executorch==$(ET_VERSION) && \
+	  $(BIN)/python -m zipfile -e $(AARCH64_DIR).download/executorch-$(ET_VERSION)-*.whl $(AARCH64_DIR) && \
+	  rm -rf $(AARCH64_DIR).download; }
+
 linkcheck: venv ## check links between pages offline; external URLs are listed, not fetched
 	$(OFFLINE) $(BIN)/sphinx-build -c . -d $(BUILDDIR)/doctrees -b linkcheck -q docs $(BUILDDIR)/linkcheck
 	@echo ">> no broken links; $$(grep -c '"status": "ignored"' $(BUILDDIR)/linkcheck/output.json)" \
@@ -87,7 +110,7 @@ DURATIONS ?= 15
 # When make read this Makefile, before any prerequisite ran: make test's first phase, set-up,
 # is the time from here to its recipe, which is what its prerequisites (venv, browser) took.
 MAKE_STARTED := $(shell date +%s%N)
-test: venv browser ## everything CI checks: set-up (venv, browser), offline strict build, the test suite, link check; then where the time went
+test: venv browser aarch64 ## everything CI checks: set-up (venv, browser, aarch64), offline strict build, the test suite, link check; then where the time went
 	@mkdir -p $(BUILDDIR); : > $(CI_TIMES); status=0; started=$(MAKE_STARTED); \
 	lap() { now=$$(date +%s%N); ms=$$(( (now - started) / 1000000 )); started=$$now; \
 	  [ "$$2" = 0 ] || status=1; printf '%s\t%d.%03d\t%s\n' "$$1" $$((ms / 1000)) $$((ms % 1000)) "$$2" >> $(CI_TIMES); }; \
@@ -151,5 +174,5 @@ clean: ## remove the built site, generated gallery and recipe outputs
 	rm -rf $(BUILDDIR) docs/gallery
 	find snippets \( -name "*.pte" -o -name "*.etdp" -o -name "*.etrecord" \) -delete
 
-distclean: clean ## also remove the virtual environment
-	rm -rf $(VENV)
+distclean: clean ## also remove the virtual environment and the unpacked aarch64 wheel
+	rm -rf $(VENV) $(AARCH64_DIR)

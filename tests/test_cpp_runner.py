@@ -29,7 +29,7 @@ from xnnguide.core.records import records_dir
 RUNNER_SOURCES = SNIPPETS / "performance" / "cpp_runner"
 RECIPE = "build_and_run_pte_from_cpp"  # builds the runner from an empty folder; records the sources' digests
 RUNNER_RECIPES = (RECIPE, "time_pte_from_cpp", "set_xnnpack_backend_options_from_cpp",
-                  "profile_pte_from_cpp_with_etdump")
+                  "profile_pte_from_cpp_with_etdump", "run_pte_on_arm_under_qemu")
 
 
 def recorded(recipe: str = RECIPE) -> dict:

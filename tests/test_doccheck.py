@@ -383,3 +383,26 @@ def test_the_contributing_pages_example_report_is_what_the_checks_print(tmp_path
     printed = [str(problem) for problem in check_recipes(source.parent, gallery, ROOT)
                if problem.path == source.relative_to(ROOT)]
     assert printed == [example.group(0)]
+
+
+def test_a_recipe_not_run_on_this_machine_is_not_run_in_the_ledger_with_its_reason(tmp_path, monkeypatch):
+    # The build records a recipe whose declared requirements are missing (xnnguide_requires) as "not-run",
+    # with the reason; the ledger gives the blocks it shows that fate and reason instead of "no fate", and the
+    # recipe rule still reports it, as a recipe that did not pass in its current form.
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "recipe-failed" / "clean", tree)
+    write_records(tree, "not-run")
+    record_path = tree / "docs" / "gallery" / "_records" / "runs" / "recipe.json"
+    record = json.loads(record_path.read_text())
+    record["error"] = "qemu-aarch64 is not on the PATH (`make aarch64` installs them)"
+    record_path.write_text(json.dumps(record))
+    monkeypatch.chdir(tree)
+    report = check(Options([Path(".")], root=Path("."), run=True, build=False, rules=frozenset({"fate", "ledger"})))
+    [entry] = [e for e in report.ledger if e["path"] == "docs/index.md" and e["language"] == "python"]
+    assert entry["fate"] == "not-run" and entry["ok"], entry
+    assert "recipe recipe.py was not run on this machine: qemu-aarch64 is not on the PATH" in entry["detail"]
+    assert not report.findings
+    build = check(Options([Path(".")], root=Path("."), build=True, rules=frozenset({"recipe"})))
+    assert [str(f) for f in build.findings] == [
+        "snippets/recipe.py:1: recipe: it was not run on this machine: qemu-aarch64 is not on the PATH "
+        "(`make aarch64` installs them); run `make html` — fix the recipe"], build.findings

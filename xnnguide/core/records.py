@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any, Iterator, TypedDict
 
@@ -31,7 +32,7 @@ class RunRecord(TypedDict, total=False):
     source: str  # the recipe's path
     source_sha256: str
     dependency_key: str  # see dependency_key()
-    status: str  # "finished" while the build runs, then "passed" or "failed"
+    status: str  # "finished" while the build runs, then "passed" or "failed"; "not-run": see missing_requirements
     error: str | None
     seconds: float
     budget_seconds: float
@@ -113,6 +114,37 @@ def declared_files(source: str | os.PathLike[str]) -> list[Path]:
     source = Path(source)
     names = " ".join(_DEPENDS_ON.findall(source.read_text(encoding="utf-8"))).split()
     return [source.parent / name for name in names]
+
+
+_REQUIRES = re.compile(r"^\s*#\s*xnnguide_requires\s*=\s*(.+?)\s*$", re.MULTILINE)
+_SETUP = re.compile(r"^\s*#\s*xnnguide_setup\s*=\s*(.+?)\s*$", re.MULTILINE)
+
+
+def missing_requirements(source: str | os.PathLike[str]) -> str | None:
+    """Why this machine cannot run a recipe, or ``None``: what it declares it needs and this machine lacks.
+
+    A recipe that needs more than the environment (a cross-compiler, an emulator, a downloaded file) declares
+    it: ``# xnnguide_requires = qemu-aarch64 $EXECUTORCH_AARCH64/share/cmake/executorch-config.cmake``, each
+    word a command looked up on the ``PATH`` or, when it holds a ``/``, a file (``$VARIABLE`` expanded); and
+    ``# xnnguide_setup = make aarch64``, the set-up step that provides them. The build does not run such a
+    recipe where something is missing, and records it as not run with this reason (:mod:`xnnguide.site.build`).
+    """
+    text = Path(source).read_text(encoding="utf-8")
+    missing = []
+    for word in " ".join(_REQUIRES.findall(text)).split():
+        if "/" not in word:
+            missing += [] if shutil.which(word) else [f"{word} is not on the PATH"]
+            continue
+        path = os.path.expandvars(word)
+        unset = re.findall(r"\$\{?(\w+)", path)
+        if unset:
+            missing.append(f"{word}: ${unset[0]} is not set")
+        elif not Path(path).exists():
+            missing.append(f"{path} does not exist")
+    if not missing:
+        return None
+    setup = _SETUP.findall(text)
+    return "; ".join(missing) + (f" (`{setup[0]}` installs them)" if setup else "")
 
 
 def dependency_key(source: str | os.PathLike[str]) -> str:
@@ -213,6 +245,8 @@ def stale_reason(gallery: Path, source: Path) -> str | None:
     record = load_run_record(gallery, source.stem)
     if record is None:
         return "it has no run record"
+    if record.get("status") == "not-run":
+        return f"it was not run on this machine: {record.get('error')}"
     if record.get("status") != "passed":
         return f"its last run {record.get('status')}"
     if record.get("dependency_key") != dependency_key(source):

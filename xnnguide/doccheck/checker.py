@@ -126,11 +126,27 @@ def recipe_status(source: Path, project: Project) -> tuple[bool, str]:
     return True, f"recipe unchanged since its passing run of {record.get('finished', '?')[:10]}"
 
 
+def recipe_not_run(source: Path, project: Project) -> str | None:
+    """Why the build did not run the recipe a block shows, if it recorded it as not run on this machine (its
+    declared requirements were missing: :func:`xnnguide.core.records.missing_requirements`)."""
+    from xnnguide.core.records import load_run_record
+
+    if project.gallery is None:
+        return None
+    record = load_run_record(project.gallery, source.stem) or {}
+    if record.get("status") != "not-run":
+        return None
+    return f"recipe {source.name} was not run on this machine: {record.get('error')}"
+
+
 def build_ledger(documents: list[Document], project: Project, outcomes: dict | None, records: bool) -> list[dict]:
     ledger = []
     for document, block in ((document, block) for document in documents for block in document.blocks):
-        ok, detail = bool(block.fate), block.detail
-        if block.fate in ("included", "copy") and records:
+        ok, detail, fate = bool(block.fate), block.detail, block.fate
+        if block.fate in ("included", "copy") and records and (why := recipe_not_run(
+                source_of(document, block, project), project)):
+            fate, detail = "not-run", f"not run: {detail}; {why}"
+        elif block.fate in ("included", "copy") and records:
             ok, status = recipe_status(source_of(document, block, project), project)
             detail = f"{detail}; {status}"
         elif block.fate in ("doctest", "executed"):
@@ -146,7 +162,7 @@ def build_ledger(documents: list[Document], project: Project, outcomes: dict | N
         elif block.fate == "not-run":
             detail = f"not run: {detail}"
         ledger.append({"path": display(document.path), "line": block.line, "language": block.language,
-                       "kind": block.kind, "fate": block.fate, "detail": detail, "ok": ok})
+                       "kind": block.kind, "fate": fate, "detail": detail, "ok": ok})
     return ledger
 
 

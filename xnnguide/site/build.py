@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -25,7 +26,8 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 
 from xnnguide.core import environment, quiet, reader_code, shards
-from xnnguide.core.records import load_run_record, recipe_files, records_dir, stale_reason, write_run_record
+from xnnguide.core.records import (load_run_record, missing_requirements, recipe_files, records_dir, shown,
+                                   stale_reason, write_run_record)
 from xnnguide.site import build_steps, pool, runs, scheduling
 from xnnguide.site.summary import problems
 
@@ -63,12 +65,32 @@ def start_build(app: Sphinx) -> None:
     records_dir(gallery).mkdir(parents=True, exist_ok=True)
     if app.builder.name == "html":  # linkcheck, run after it by `make test`, leaves the HTML build's log alone
         runs.executions_log(gallery).write_text("", encoding="utf-8")
+    to_run = []
     for source in recipe_files(snippets):
         reason = stale_reason(gallery, source)
         checksum = gallery / f"{source.relative_to(snippets)}.md5"
         if reason and checksum.exists():
             logger.info("recipe %s runs again: %s", source.name, reason)
             checksum.unlink()
+        to_run += [source] if reason else []
+    if app.builder.name == "html":
+        conf = app.config.sphinx_gallery_conf
+        conf["ignore_pattern"] = leave_out_unrunnable(gallery, to_run, conf["ignore_pattern"])
+
+
+def leave_out_unrunnable(gallery: Path, sources: list[Path], pattern: str) -> str:
+    """sphinx-gallery's ``ignore_pattern`` extended to those of *sources* (recipes about to run) whose declared
+    requirements this machine lacks (:func:`missing_requirements`). Each is recorded as not run, with the
+    reason, which the execution ledger shows, and warned about: its pages' facts are missing, so a strict
+    build (`make test`) fails, while `make html` writes every other page."""
+    not_run = []
+    for source in sources:
+        if missing := missing_requirements(source):
+            not_run.append(source.name)
+            runs.write_record(gallery, source, 0.0, os.getpid(), status="not-run", error=missing)
+            logger.warning("%s: recipe: not run on this machine: %s", shown(source), missing,
+                           type="xnnguide", subtype="not-run")
+    return rf"(?:{pattern})|^(?:{'|'.join(map(re.escape, not_run))})$" if not_run else pattern
 
 
 def finish_build(app: Sphinx) -> None:
