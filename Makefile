@@ -74,7 +74,7 @@ browser: ## install Chromium for the browser tests when it is missing (apt-get; 
 	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -q && \
 	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q chromium; }
 
-# The ARM recipe (snippets/performance/run_pte_on_arm_with_qemu.py) cross-builds the C++ runner for aarch64
+# The ARM recipe (snippets/performance/run_pte_on_arm_under_qemu.py) cross-builds the C++ runner for aarch64
 # and runs it under QEMU. Its tools are Debian's (installed with apt-get as root, like Chromium), its
 # runtime the aarch64 build of the pinned executorch wheel, downloaded with pip and unpacked (not
 # installed) into $(AARCH64_DIR). A set-up step of `make test`: the offline build downloads nothing.
@@ -87,8 +87,8 @@ aarch64: venv ## install the ARM cross-compiler, QEMU and the aarch64 executorch
 	@command -v aarch64-linux-gnu-g++ >/dev/null 2>&1 && command -v qemu-aarch64 >/dev/null 2>&1 || { \
 	  echo ">> installing the aarch64 cross-compiler and QEMU for the ARM recipe"; \
 	  if [ "$$(id -u)" != 0 ]; then echo "error: the aarch64 tools are missing; run as root or: sudo apt-get install -y $(AARCH64_DEBS)" >&2; exit 2; fi; \
-	  DEBIAN_FRONTEND=noninteractive apt-get update -q && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(AARCH64_DEBS); }
+	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -q && \
+	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends $(AARCH64_DEBS); }
 	@test -f $(EXECUTORCH_AARCH64)/share/cmake/executorch-config.cmake || { \
 	  echo ">> downloading executorch $(ET_VERSION) for manylinux_2_28_aarch64 into $(AARCH64_DIR)"; \
 	  rm -rf $(AARCH64_DIR) $(AARCH64_DIR).download && \

@@ -192,7 +192,7 @@ def verified_stamp(self: SphinxDirective) -> list[nodes.Node]:
     if record["status"] == "not-run":  # its requirements were missing (xnnguide.site.build): no verification
         _warn(self, "stamp", "verified-stamp: recipe %r was not run on this machine: %s", recipe, record.get("error"))
         text = f"Not verified by this build: {shown(Path(record['source']))} was not run: {record.get('error')}."
-        return [nodes.container("", nodes.paragraph(text=text), classes=["xnnguide-stamp"])]
+        return [nodes.container("", nodes.paragraph(text=text), classes=["xnnguide-stamp", "xnnguide-not-verified"])]
     if record["status"] != "passed":
         _warn(self, "stamp", "verified-stamp: recipe %r did not pass its last run", recipe)
     env = record["environment"]
