@@ -60,10 +60,11 @@ recipe_start = time.perf_counter()
 for capacity, model in models.items():
     parameters = sum(p.numel() for p in model.parameters())
     facts.record(f"{capacity}_parameters", parameters, f"{parameters:,}")
-# Both sizes lowered twice and scored, plus three variants of the tiny one: about
-# 110 s alone on a 2-core machine. Started first, the short recipes fill the other core.
+# Both sizes lowered twice and scored, plus three variants of the tiny one: 180 s of CPU
+# (make recipe took 270-290 s on a shared 2-core machine at a load of 5-6). Started
+# first, the short recipes fill the other core; the budget leaves room for a busy machine.
 # xnnguide_start_early = True
-# xnnguide_budget_seconds = 600
+# xnnguide_budget_seconds = 900
 # sphinx_gallery_end_ignore
 
 # %%
