@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
 from xnnguide.core.environment import PACKAGES
 
 pytestmark = pytest.mark.static
@@ -58,6 +61,39 @@ def test_every_package_a_stamp_names_is_pinned():
 def test_only_one_torch_is_installed():
     torches = [dist for dist in metadata.distributions() if (dist.metadata["Name"] or "").lower() == "torch"]
     assert len(torches) == 1, [dist.version for dist in torches]
+
+
+def torch_conflicts(distributions, torch_version: str) -> list[str]:
+    """The distributions whose requirements exclude *torch_version*: pip, installing
+    them with the pins, would have to move torch (or fail)."""
+    problems = []
+    for dist in distributions:
+        for line in dist.requires or []:
+            requirement = Requirement(line)
+            if canonicalize_name(requirement.name) != "torch":
+                continue
+            if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+                continue  # an extra, or another platform or Python
+            if not requirement.specifier.contains(torch_version, prereleases=True):
+                problems.append(f"{dist.metadata['Name']} {dist.version} requires {line}")
+    return problems
+
+
+def test_no_installed_package_would_move_the_pinned_torch():
+    # torchaudio (which torchcrepe brings) asks for torch>=2.11; a release that pinned
+    # torch exactly, as older torchaudio releases did, would pull another torch in.
+    problems = torch_conflicts(metadata.distributions(), pins()["torch"])
+    assert not problems, f"these would move torch off its pin {pins()['torch']}: {problems}"
+
+
+def test_a_package_asking_for_another_torch_is_reported():
+    class Fake:
+        metadata = {"Name": "torchaudio"}
+        version = "2.11.1"
+        requires = ["torch==2.11.1", "torch>=3; extra == 'nightly'", "numpy"]
+
+    assert torch_conflicts([Fake()], "2.14.1") == ["torchaudio 2.11.1 requires torch==2.11.1"]
+    assert torch_conflicts([Fake()], "2.11.1") == []
 
 
 def _compiles(path: Path) -> bool:

@@ -59,7 +59,8 @@ def test_the_benchmark_is_among_the_timing_recipes():
 def test_the_recipes_that_time_a_few_seconds_of_a_longer_run_hold_the_machine():
     holding = [source.stem for source in TIMING_RECIPES if _holds_the_machine(source)]
     assert holding == ["export_a_llama_with_export_llm", "export_char_llm_with_kv_cache", "benchmark_xnnpack_speedup",
-                       "run_pte_on_arm_under_qemu", "time_pte_from_cpp", "troubleshoot_weight_only_linear_layers"], holding
+                       "run_pte_on_arm_under_qemu", "time_pte_from_cpp", "quantize_crepe_pitch_tracker",
+                       "troubleshoot_weight_only_linear_layers"], holding
 
 
 @pytest.mark.parametrize("source", TIMING_RECIPES, ids=lambda path: path.name)
@@ -114,7 +115,7 @@ EARLY_RECIPES = sorted(source.stem for source in recipe_files(SNIPPETS) if start
 def test_the_long_parallel_recipes_declare_that_they_start_early():
     assert EARLY_RECIPES == ["benchmark_xnnpack_speedup", "export_a_llama_with_export_llm",
                              "export_char_llm_with_kv_cache", "export_with_xnnpack_recipe_types",
-                             "quantize_mobilenet_v2_int8_static"]
+                             "quantize_crepe_pitch_tracker", "quantize_mobilenet_v2_int8_static"]
 
 
 def test_starts_early_reads_only_the_exact_declaration(tmp_path):

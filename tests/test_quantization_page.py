@@ -129,7 +129,7 @@ SCHEME_CODE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                "weight_dtype=torch.int4", "PerGroup(32)", "torch.nn.Embedding"), ()),
 }
 LOWERING_CALLS = ("to_edge_transform_and_lower(", "get_transform_passes()", "XnnpackPartitioner()")
-PUBLIC_PACKAGES = {"torch", "torchvision", "torchao", "executorch", "numpy", "matplotlib", "sklearn"}
+PUBLIC_PACKAGES = {"torch", "torchvision", "torchao", "executorch", "numpy", "matplotlib", "sklearn", "torchcrepe"}
 LITERALINCLUDE = re.compile(r"^```\{literalinclude\}\s+(\S+)\s*$")
 START_AFTER = re.compile(r'^:start-after:\s*"?# \[start ([A-Za-z0-9_-]+)\]"?\s*$')
 TAB_ITEM = re.compile(r"^:::\{tab-item\}\s*(.*?)\s*$")
@@ -314,6 +314,9 @@ def test_every_row_of_the_scheme_table_is_covered_by_an_executed_recipe(built_si
 def test_the_page_shows_the_measured_tables(built_site):
     rows = table_rows(built_site / "guides" / "quantization.html")
     for recipe, key in [
+        ("quantize_crepe_pitch_tracker", "accuracy"),
+        ("quantize_crepe_pitch_tracker", "latency"),
+        ("quantize_crepe_pitch_tracker", "variants"),
         ("quantize_digits_cnn_accuracy", "accuracy"),
         ("quantize_mobilenet_v2_int8_static", "results"),
         ("quantize_mlp_int8_dynamic", "results"),
@@ -488,3 +491,19 @@ def test_the_page_quotes_the_floor_and_cites_the_dynamic_convolution_probe():
     assert "no recipe here measures them" not in row
     assert "{doc}`../reference/operators`" in row and "convolution.default" in row
     assert "convolution.default" in operator_probe_models.DYNAMIC_INT8_PROBES
+
+
+def leading_accuracy_table(markdown: str) -> str | None:
+    """The first ``fact-table`` of the page's "Accuracy on real data" section, or None."""
+    section = markdown.split("\n## Accuracy on real data\n", 1)
+    if len(section) < 2:
+        return None
+    body = section[1].split("\n## ", 1)[0]
+    match = re.search(r"^```\{fact-table\}\s+(\S+)", body, re.MULTILINE)
+    return match.group(1) if match else None
+
+
+def test_the_accuracy_section_leads_with_the_published_model():
+    # A reader deciding whether int8 is safe sees a published, pretrained model scored
+    # against ground truth first; the digits CNN trained by the build comes after it.
+    assert leading_accuracy_table(PAGE.read_text(encoding="utf-8")) == "quantize_crepe_pitch_tracker/accuracy"
