@@ -20,7 +20,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from conftest import BUILD, DOCS, HTML, SNIPPETS, recipe
+from conftest import BUILD, DOCS, GALLERY, HTML, SNIPPETS, recipe
 
 from xnnguide.core.reader_code import reader_source
 from xnnguide.core.records import recipe_files
@@ -385,14 +385,22 @@ def test_recipe_page_offers_py_and_ipynb_that_download(tab):
     assert notebook["nbformat"] == 4 and any(cell["cell_type"] == "code" for cell in notebook["cells"])
 
 
-def test_gallery_index_shows_every_recipe_with_a_thumbnail(tab):
+def test_gallery_index_shows_every_recipe_with_its_sentence_and_only_real_figures(tab):
+    # xnnguide.site.gallery_pages: a card says what its recipe does; only a recipe that draws a figure shows
+    # an image, its own (no shared placeholder).
     tab.goto("gallery/index.html")
-    thumbnails = tab.page.eval_on_selector_all(".sphx-glr-thumbcontainer", """cs => cs.map(c => ({
-        href: c.querySelector('a').href, width: c.querySelector('img').naturalWidth, src: c.querySelector('img').src}))""")
-    recipes = sorted(path.stem for path in recipe_files(SNIPPETS))
-    linked = sorted(Path(unquote(thumb["href"])).stem for thumb in thumbnails)
-    assert linked == recipes, (linked, recipes)
-    assert all(thumb["width"] > 0 for thumb in thumbnails), thumbnails
+    cards = tab.page.eval_on_selector_all(".sphx-glr-thumbcontainer", """cs => cs.map(c => ({
+        href: c.querySelector('a').href, intro: (c.querySelector('.xnnguide-card-intro') || {}).innerText || '',
+        width: c.querySelector('img') ? c.querySelector('img').naturalWidth : null}))""")
+    recipes = {path.stem: path for path in recipe_files(SNIPPETS)}
+    linked = sorted(Path(unquote(card["href"])).stem for card in cards)
+    assert linked == sorted(recipes), (linked, sorted(recipes))
+    for card in cards:
+        stem = Path(unquote(card["href"])).stem
+        figure = GALLERY / recipes[stem].parent.name / "images" / f"sphx_glr_{stem}_001.png"
+        assert card["intro"].strip(), f"{stem}: a card without its sentence"
+        assert (card["width"] is not None) == figure.is_file(), f"{stem}: image {card['width']}, figure {figure}"
+        assert card["width"] is None or card["width"] > 0, f"{stem}: a broken image"
 
 
 # ---------------------------------------------------------------- on a phone's width
