@@ -390,6 +390,7 @@ from executorch.extension.pybindings.portable_lib import _threadpool_get_thread_
 
 from xnnguide.core import timings
 
+load = load_window.close()
 for key, name in (("default_run_ms", "default"), ("per_op_run_ms", "per_op_mode=True")):
     timings.record_latency(
         key,
@@ -397,7 +398,7 @@ for key, name in (("default_run_ms", "default"), ("per_op_run_ms", "per_op_mode=
         subject=f"the partitioner page's stack of linear layers, {name} .pte",
         threads=_threadpool_get_thread_count(),  # the child's runtime has the same default
         batch=stack_inputs[0].shape[0],
-        load=load_window.close(),
+        load=load,
         digits=1,
     )
 # sphinx_gallery_end_ignore

@@ -189,7 +189,7 @@ for name, run in option_runs.items():
 
 # sphinx_gallery_start_ignore
 held.release()
-facts.record("timing_hold", held.record())
+hold = facts.record("timing_hold", held.record())
 facts.record("threads", threads)
 defaults, cached = option_runs["defaults"], option_runs["weight cache on"]
 # What the backend reports it was set to: each flag reached it.
@@ -234,7 +234,7 @@ for key, run, setting in (
         subject=f"loading a second copy of the MobileNet V2 fp32 .pte in C++, {setting}",
         threads=threads,
         batch=None,
-        load=held.record()["load"],
+        load=hold["load"],
         digits=1,
     )
 facts.record_table(

@@ -43,10 +43,15 @@ def busy_note(load: dict) -> str:
     return "timed on a busy machine: " + " and ".join(shares)
 
 
+def _annotated(text: str, *notes: str) -> str:
+    """*text* with the non-empty *notes* after it in one parenthesis: ``"9.04 ms (batch 1, 2 threads)"``."""
+    said = "; ".join(note for note in notes if note)
+    return f"{text} ({said})" if said else text
+
+
 def latency_cell(ms: float, load: dict, digits: int = 2) -> str:
     """A latency for a table cell whose columns name threads and batch: ``"9.04 ms"``, flagged when busy."""
-    note = busy_note(load)
-    return f"{ms:.{digits}f} ms" + (f" ({note})" if note else "")
+    return _annotated(f"{ms:.{digits}f} ms", busy_note(load))
 
 
 def speedup_text(ratio: float) -> str:
@@ -56,19 +61,15 @@ def speedup_text(ratio: float) -> str:
 
 def speedup_cell(ratio: float, load: dict) -> str:
     """A speed-up for a table cell: :func:`speedup_text`, flagged when the machine was busy."""
-    note = busy_note(load)
-    return speedup_text(ratio) + (f" ({note})" if note else "")
+    return _annotated(speedup_text(ratio), busy_note(load))
 
 
 def _record(kind: str, key: str, value: float, text: str, subject: str, threads: int | None, batch: int | None,
             load: dict) -> float:
     if "busy" not in load:
         raise ValueError(f"{key}: load must be what machine_load measured (Window.close() or a hold's record)")
-    named = conditions(threads, batch)
-    note = busy_note(load)
-    display = f"{text} ({'; '.join(part for part in (named, note) if part)})" if named or note else text
     facts.record(key, {"kind": kind, kind: value, "subject": subject, "threads": threads, "batch": batch,
-                       "load": load}, display)
+                       "load": load}, _annotated(text, conditions(threads, batch), busy_note(load)))
     return value
 
 

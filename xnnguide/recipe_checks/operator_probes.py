@@ -495,35 +495,39 @@ def survey(runtime) -> Survey:
 NOT_CLAIMED_MARK = "·"
 
 
-def matrix(results: list[ProbeResult], extra: dict[str, list[ProbeResult]] | None = None,
-           conditions: list[ConditionResult] | None = None) -> tuple[list[str], list[list[str]]]:
-    """The support table at a glance: its operators and precision columns, each cell a mark
-    (:meth:`ProbeResult.mark`, or ``NOT_CLAIMED_MARK``), and how many probed conditions an operator has."""
-    header, rows = table(results, extra, conditions)
-    marks = {result.cell(): result.mark() for result in [*results, *(r for found in (extra or {}).values()
-                                                                      for r in found)]}
-    counted: dict[str, int] = {}
-    for result in conditions or []:
-        counted[result.condition.target] = counted.get(result.condition.target, 0) + 1
-    return (["Operator", *header[2:-1], "Conditions"],
-            [[row[0], *(NOT_CLAIMED_MARK if cell == NOT_CLAIMED else marks[cell] for cell in row[2:-1]),
-              str(counted.get(row[0], "")) or "-"] for row in rows])
-
-
-def table(results: list[ProbeResult], extra: dict[str, list[ProbeResult]] | None = None,
-          conditions: list[ConditionResult] | None = None) -> tuple[list[str], list[list[str]]]:
-    """Header and rows of the support table: one row per operator, one column per precision."""
+def _by_operator(results: list[ProbeResult], extra: dict[str, list[ProbeResult]] | None,
+                 conditions: list[ConditionResult] | None):
+    """What both tables show, by operator: the result of each column (a precision or an extra column), each
+    operator's config, its probed conditions, and the operators in table order."""
     columns: dict[str, dict[str, ProbeResult]] = {precision: {} for precision in PRECISIONS}
     configs: dict[str, str] = {}
     for result in results:
         columns.setdefault(result.claim.precision, {})[result.claim.target] = result
         configs[result.claim.target] = result.claim.config
     columns.update({name: {r.claim.target: r for r in found} for name, found in (extra or {}).items()})
-    checked: dict[str, list[str]] = {}
+    checked: dict[str, list[ConditionResult]] = {}
     for result in conditions or []:
-        checked.setdefault(result.condition.target, []).append(result.cell())
+        checked.setdefault(result.condition.target, []).append(result)
+    return columns, configs, checked, sorted(configs, key=lambda name: name.lstrip("_"))
+
+
+def matrix(results: list[ProbeResult], extra: dict[str, list[ProbeResult]] | None = None,
+           conditions: list[ConditionResult] | None = None) -> tuple[list[str], list[list[str]]]:
+    """The support table at a glance: its operators and precision columns, each cell a mark
+    (:meth:`ProbeResult.mark`, or ``NOT_CLAIMED_MARK``), and how many probed conditions an operator has."""
+    columns, _, checked, targets = _by_operator(results, extra, conditions)
+    return (["Operator", *columns, "Conditions"],
+            [[target, *(column[target].mark() if target in column else NOT_CLAIMED_MARK
+                        for column in columns.values()), str(len(checked[target])) if target in checked else "-"]
+             for target in targets])
+
+
+def table(results: list[ProbeResult], extra: dict[str, list[ProbeResult]] | None = None,
+          conditions: list[ConditionResult] | None = None) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the support table: one row per operator, one column per precision."""
+    columns, configs, checked, targets = _by_operator(results, extra, conditions)
     header = ["Operator (Edge)", "Partitioner config", *columns, "Conditions, each probed"]
     return header, [[target, configs[target], *(column[target].cell() if target in column else NOT_CLAIMED
                                                for column in columns.values()),
-                     "; ".join(checked.get(target, [])) or "-"]
-                    for target in sorted(configs, key=lambda name: name.lstrip("_"))]
+                     "; ".join(result.cell() for result in checked.get(target, [])) or "-"]
+                    for target in targets]

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from docutils import nodes
-from sphinx import addnodes
 from docutils.parsers.rst.directives import unchanged
 from docutils.utils import get_source_line
+from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
@@ -171,11 +171,11 @@ def recipe_times(self: SphinxDirective) -> list[nodes.Node]:
 VERIFIED_PAGE = "/explanation/verified"
 
 
-def _link(self: SphinxDirective, docname: str, text: str) -> nodes.Node:
-    """A link to the page *docname* (``/gallery/...``), resolved by Sphinx like ``{doc}``; plain text in a
-    project without that page (a site built from a copy of a few recipes, as the tests do)."""
-    if docname.lstrip("/") not in self.env.found_docs:
-        return nodes.Text(text)
+def _link(self: SphinxDirective, docname: str | None, text: str) -> addnodes.pending_xref | None:
+    """A link to the page *docname* (``/gallery/...``), resolved by Sphinx like ``{doc}``; ``None`` where the
+    project has no such page (a build step's, or a site built from a copy of a few recipes, as the tests do)."""
+    if docname is None or docname.lstrip("/") not in self.env.found_docs:
+        return None
     return addnodes.pending_xref("", nodes.inline(text=text), refdomain="std", reftype="doc", reftarget=docname,
                                  refexplicit=True, refwarn=True, refdoc=self.env.docname)
 
@@ -204,18 +204,18 @@ def verified_stamp(self: SphinxDirective) -> list[nodes.Node]:
     where = (f"with {versions}, Python {env['python']}, "
              f"on {env['cpu']} ({env['cores']} logical cores, {env['machine']})")
     named = shown(source)  # snippets/<task>/<name>.py, or docs/build_steps/<name>.py for a build step
-    recipe_page = "/gallery/" + named.removeprefix("snippets/").removesuffix(".py") \
-        if named.startswith("snippets/") else None  # a build step has no page
-    path = _link(self, recipe_page, named) if recipe_page else nodes.Text(named)
+    recipe_page = "/gallery/" + named.removeprefix("snippets/").removesuffix(".py") if named.startswith("snippets/") \
+        else None
+    link = _link(self, recipe_page, named)
+    path = nodes.Text(named) if link is None else link
     when = f" on {record['finished'][:10]} ({record['seconds']:.1f} s) "
-    first = self.env.temp_data.setdefault("xnnguide_first_stamp", where)  # temp_data lasts one page's reading
-    stamped = self.env.temp_data.get("xnnguide_stamped", False)
-    self.env.temp_data["xnnguide_stamped"] = True
-    said = "with the releases and on the machine of the first stamp on this page" if stamped and where == first \
-        else where
+    first = self.env.temp_data.get("xnnguide_first_stamp")  # temp_data lasts one page's reading
+    if first is None:
+        self.env.temp_data["xnnguide_first_stamp"] = where
+    said = "with the releases and on the machine of the first stamp on this page" if first == where else where
     meaning = _link(self, VERIFIED_PAGE, "What verified means")
     paragraph = nodes.paragraph("", "", nodes.Text("Verified by running "), path, nodes.Text(when + said + "."),
-                                *([nodes.Text(" "), meaning] if isinstance(meaning, addnodes.pending_xref) else []))
+                                *([] if meaning is None else [nodes.Text(" "), meaning]))
     return [nodes.container("", paragraph, classes=["xnnguide-stamp"])]
 
 

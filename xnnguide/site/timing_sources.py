@@ -43,10 +43,9 @@ def bare_timing(recipe: str, key: str, fact: dict[str, Any]) -> str | None:
 
 def note(element: SphinxRole | SphinxDirective, recipe: str, key: str, fact: dict[str, Any]) -> None:
     """Check and remember the fact *recipe*/*key* that *element* quotes."""
-    if problem := bare_timing(recipe, key, fact):
-        logger.warning("%s: %s", element.name, problem, location=element.get_location(), type="xnnguide",
-                       subtype="timing")
     location = element.get_location()
+    if problem := bare_timing(recipe, key, fact):
+        logger.warning("%s: %s", element.name, problem, location=location, type="xnnguide", subtype="timing")
     _quotes(element.env).setdefault(element.env.docname, []).extend(
         {"recipe": recipe, "key": key, "location": location, "kind": each["kind"], "subject": each["subject"],
          "threads": each["threads"], "batch": each["batch"]} for each in timings.timed_in(fact))
