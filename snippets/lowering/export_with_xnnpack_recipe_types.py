@@ -393,10 +393,6 @@ facts.record(
     per_tensor_blocks,
     ", ".join(f"{b}" for b in per_tensor_blocks),
 )
-# It starts early, beside the recipes that stop the others while they time
-# (quiet.hold), and a stopped recipe's budget keeps running: it ran out of a
-# 120 s budget twice in builds of a loaded machine (131 s and 146 s).
-# xnnguide_budget_seconds = 300
 # It exports one model with every recipe type, several times longer than most recipes: it starts first.
 # xnnguide_start_early = True
 # sphinx_gallery_end_ignore

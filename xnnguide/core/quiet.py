@@ -15,7 +15,8 @@ The parts meet in a folder named by the ``XNNGUIDE_QUIET_DIR`` environment varia
   while holding (:func:`continue_paused_by`, which the process watching each recipe calls when it ends).
 
 Without ``XNNGUIDE_QUIET_DIR`` (a recipe run alone, ``make recipe``) nothing else is running: :func:`hold`
-stops nothing. A stopped recipe's time budget keeps running, so holds must stay short: seconds, not minutes.
+stops nothing. A stopped recipe's time budget waits while it is stopped (``xnnguide.site.isolation`` counts
+the seconds a recipe ran); still, holds stay short, seconds rather than minutes: the stopped recipes' work waits.
 What other work (outside the build, or the host's other machines) took while the machine was held is measured
 by :mod:`.machine_load` and recorded with the hold.
 """

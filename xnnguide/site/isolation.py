@@ -6,8 +6,9 @@ sphinx-gallery's function of that name: a recipe that has to run runs in a child
 ``forkserver`` that has imported torch, and the modules most recipes import, once (:func:`preload`). The
 process that asked for the run watches it:
 
-* **time**: the child stops itself at its time budget (:func:`faulthandler.dump_traceback_later`); it is
-  killed 30 s later if that fails;
+* **time**: the budget counts the seconds the child ran, not those it spent stopped by a recipe that held
+  the machine to time something (:mod:`xnnguide.core.quiet`); past it, the child is asked for a traceback
+  (``SIGUSR1``, which :mod:`faulthandler` answers from any state) and killed;
 * **memory**: the resident memory of the child and its own children is read every 0.2 s; over the budget,
   the child is asked for a traceback (``SIGUSR1``) and killed;
 * **crashes**: the signal that ended the child, with the traceback that :mod:`faulthandler` wrote.
@@ -46,8 +47,8 @@ from xnnguide.core.records import helper_modules, imported_modules, recipe_files
 from xnnguide.core.results import failure_line
 from xnnguide.site import recipe_output, runs, scheduling
 
-#: How long after its time budget a child that did not stop itself is killed.
-GRACE_SECONDS = 30.0
+#: How long a child asked for its traceback has to write it before it is killed.
+TRACE_SECONDS = 0.5
 POLL_SECONDS = 0.2
 _FRAME = re.compile(r'^\s*File "(.+)", line (\d+) in (.+)$')
 #: The packages a recipe imports torch through, itself included.
@@ -222,11 +223,12 @@ def _watch(payload: bytes, trace: str, seconds: float, gb: float, preloaded: lis
     """Run the child; its result, or why it was stopped, with its time, pid and peak memory."""
     context = _context(preloaded)
     receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_child, args=(payload, send, trace, seconds), name="xnnguide-recipe")
+    child = context.Process(target=_child, args=(payload, send, trace), name="xnnguide-recipe")
     started = time.monotonic()
     child.start()
     send.close()
-    peak, result, over, killed, family = 0, None, False, False, []
+    peak, result, over, family = 0, None, False, []
+    ran, polled = 0.0, started  # seconds the child was not stopped, and when that was last counted
     process = psutil.Process(child.pid)
     while True:
         # Sampled before waiting, so that a recipe done within one poll is measured too.
@@ -236,15 +238,17 @@ def _watch(payload: bytes, trace: str, seconds: float, gb: float, preloaded: lis
             with contextlib.suppress(EOFError):  # EOF: the child ended without a result
                 result = receive.recv_bytes()
             break
-        if rss > gb * 1e9:
-            over = True
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child.pid, signal.SIGUSR1)  # faulthandler writes where it is
-            time.sleep(0.5)
-            peak = max(peak, _rss(process)[0])
-        elif time.monotonic() - started < seconds + GRACE_SECONDS:
+        now = time.monotonic()
+        if _status(process) != psutil.STATUS_STOPPED:  # a holder's SIGSTOP does not spend the budget
+            ran += now - polled
+        polled = now
+        over = rss > gb * 1e9
+        if not over and ran < seconds:
             continue
-        killed = True
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child.pid, signal.SIGUSR1)  # faulthandler writes where it is
+        time.sleep(TRACE_SECONDS)
+        peak = max(peak, _rss(process)[0])
         child.kill()
         break
     child.join()
@@ -259,13 +263,23 @@ def _watch(payload: bytes, trace: str, seconds: float, gb: float, preloaded: lis
     code = child.exitcode or 0
     if over:
         why = f"used {peak / 1e9:.3g} GB, over its {gb:g} GB memory budget,"
-    elif killed or "Timeout (" in Path(trace).read_text(errors="replace"):
-        why = f"stopped after {seconds:g} s (its time budget)"
+    elif ran >= seconds:
+        held = elapsed - ran
+        why = f"stopped after {seconds:g} s (its time budget)" + (
+            f", besides {held:.0f} s stopped while other recipes timed" if held >= 1 else "")
     elif code < 0:
         why = f"its process died of {signal.Signals(-code).name}"
     else:
         why = f"its process exited with code {code} before the recipe ended"
     return why, elapsed, child.pid, peak
+
+
+def _status(process: psutil.Process) -> str | None:
+    """The process's state (``psutil.STATUS_STOPPED`` while a holder has stopped it), ``None`` once it is gone."""
+    try:
+        return process.status()
+    except psutil.Error:
+        return None
 
 
 def _rss(process: psutil.Process) -> tuple[int, list[psutil.Process]]:
@@ -279,7 +293,7 @@ def _rss(process: psutil.Process) -> tuple[int, list[psutil.Process]]:
     return total, family
 
 
-def _child(payload: bytes, send: Any, trace: str, seconds: float) -> None:
+def _child(payload: bytes, send: Any, trace: str) -> None:
     """In the child: run the function (sphinx-gallery's, for a recipe) under faulthandler, send back its result."""
     function, args, env, path, cwd = cloudpickle.loads(payload)
     os.environ.clear()
@@ -290,9 +304,7 @@ def _child(payload: bytes, send: Any, trace: str, seconds: float) -> None:
     out = open(trace, "w")  # noqa: SIM115 - open until the process ends
     faulthandler.enable(out, all_threads=True)
     faulthandler.register(signal.SIGUSR1, out, all_threads=True)
-    faulthandler.dump_traceback_later(seconds, exit=True, file=out)
     result = function(*args)
-    faulthandler.cancel_dump_traceback_later()
     send.send_bytes(cloudpickle.dumps(result))
     send.close()
 
