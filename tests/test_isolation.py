@@ -120,26 +120,26 @@ def test_the_next_build_reruns_only_the_failed_recipes_and_a_fix_turns_it_green(
     assert all(run_record(root, name)["status"] == "passed" for name in FAILING)
 
 
-def test_time_spent_stopped_by_a_holder_does_not_count_against_the_budget(tmp_path):
-    # The child is stopped for 4 s (as quiet.hold stops a recipe while another times) and runs well under a
-    # second: within its 2 s budget, it must finish. A wall-clock budget would stop it at 2 s.
+def run_held(tmp_path: Path, script: str) -> isolation.Run:
+    """Run *script* with sh in a watched child whose budget is 2 s; the script stops and continues the
+    child (``$PPID``) as quiet.hold stops a recipe while another times."""
     source = tmp_path / "snippets" / "held.py"
     source.parent.mkdir()
     source.write_text("# xnnguide_budget_seconds = 2\n")
     conf = {"src_dir": str(tmp_path), "examples_dirs": "snippets"}
-    held = ["sh", "-c", "kill -STOP $PPID; sleep 4; kill -CONT $PPID"]
-    ran = isolation.run_call(subprocess.run, (held,), source, conf, beside_others=False)
+    return isolation.run_call(subprocess.run, (["sh", "-c", script],), source, conf, beside_others=False)
+
+
+def test_time_spent_stopped_by_a_holder_does_not_count_against_the_budget(tmp_path):
+    # Stopped for 4 s, running well under a second: within its 2 s budget, it must finish. A wall-clock
+    # budget would stop it at 2 s.
+    ran = run_held(tmp_path, "kill -STOP $PPID; sleep 4; kill -CONT $PPID")
     assert not isinstance(ran.outcome, str), f"{ran.outcome}\n{ran.trace}"
     assert ran.outcome.returncode == 0 and ran.elapsed >= 4, (ran.outcome, ran.elapsed)
 
 
 def test_a_recipe_over_its_budget_says_how_long_it_was_held(tmp_path):
-    source = tmp_path / "snippets" / "held_and_slow.py"
-    source.parent.mkdir()
-    source.write_text("# xnnguide_budget_seconds = 2\n")
-    conf = {"src_dir": str(tmp_path), "examples_dirs": "snippets"}
-    held_then_slow = ["sh", "-c", "kill -STOP $PPID; sleep 3; kill -CONT $PPID; sleep 30"]
-    ran = isolation.run_call(subprocess.run, (held_then_slow,), source, conf, beside_others=False)
+    ran = run_held(tmp_path, "kill -STOP $PPID; sleep 3; kill -CONT $PPID; sleep 30")
     assert isinstance(ran.outcome, str) and ran.outcome.startswith("stopped after 2 s (its time budget), "
                                                                    "besides 3 s stopped"), ran.outcome
     assert 5 <= ran.elapsed < 10, ran.elapsed
