@@ -316,7 +316,7 @@ def test_the_page_shows_the_measured_tables(built_site):
     for recipe, key in [
         ("quantize_crepe_pitch_tracker", "accuracy"),
         ("quantize_crepe_pitch_tracker", "latency"),
-        ("quantize_crepe_pitch_tracker", "variants"),
+        ("remove_int8_conversions_from_crepe_tiny", "variants"),
         ("quantize_digits_cnn_accuracy", "accuracy"),
         ("quantize_mobilenet_v2_int8_static", "results"),
         ("quantize_mlp_int8_dynamic", "results"),

@@ -642,3 +642,13 @@ for name in models:
 #
 # .. fact-table:: benchmark_xnnpack_speedup/latency
 #    :caption: One 224x224 image, measured by this build
+#
+# The models above are torchvision's with random weights. A published model
+# with its pretrained weights, the CREPE pitch tracker, is timed in fp32 and
+# int8 by :doc:`/gallery/quantization/quantize_crepe_pitch_tracker` (the table
+# comes from that recipe's run, one frame per call): int8 pays on its full
+# model and not on its tiny one, and
+# :doc:`/gallery/quantization/remove_int8_conversions_from_crepe_tiny` says why.
+#
+# .. fact-table:: quantize_crepe_pitch_tracker/latency
+#    :caption: CREPE, one frame per call, measured by quantize_crepe_pitch_tracker in this build

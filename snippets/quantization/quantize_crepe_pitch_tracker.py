@@ -9,8 +9,10 @@ its wheel, in two sizes, ``tiny`` and ``full``, so nothing is downloaded.
 This recipe lowers both sizes to XNNPACK in fp32 and in static int8 (PT2E,
 per-channel weights), runs the programs on the ExecuTorch runtime, and scores
 them on tones it makes itself, whose pitch is known: raw pitch accuracy,
-cents error and octave errors, clean and in noise. Then it times them, and
-finds out why int8 makes the tiny model no faster, and what does.
+cents error and octave errors, clean and in noise. Then it times them and
+reads the ETDump trace for where the time goes: int8 pays on the full model,
+not on the tiny one (:doc:`remove_int8_conversions_from_crepe_tiny` is what
+to do about that).
 
 Besides the packages of the Get-started tutorial it needs ``torchcrepe``:
 ``pip install torchcrepe==0.0.24`` (it brings ``torchaudio`` and ``librosa``
@@ -60,11 +62,11 @@ recipe_start = time.perf_counter()
 for capacity, model in models.items():
     parameters = sum(p.numel() for p in model.parameters())
     facts.record(f"{capacity}_parameters", parameters, f"{parameters:,}")
-# Both sizes lowered twice and scored, plus three variants of the tiny one: 180 s of CPU
-# (make recipe took 270-290 s on a shared 2-core machine at a load of 5-6). Started
-# first, the short recipes fill the other core; the budget leaves room for a busy machine.
+# Both sizes lowered twice, scored and timed: about 110 s alone on a quiet machine, most of
+# it in convert_pt2e (about 15 s a model: a batch norm that did not fold sends it through
+# torchao's QAT conv-bn folding patterns) and the lowering. Started first, the short
+# recipes fill the other core.
 # xnnguide_start_early = True
-# xnnguide_budget_seconds = 900
 # sphinx_gallery_end_ignore
 
 # %%
@@ -170,9 +172,7 @@ def pitch_scores(probabilities, true_cents):
 # then export again and lower with the XNNPACK transform passes and
 # partitioner. The calibration frames are tones of their own seed, at every
 # noise level. The programs take one frame (batch 1), as a pitch tracker
-# that follows live audio would call them. ``lower_to_pte`` also counts the
-# quantize and dequantize nodes inside the delegate, for the investigation
-# further down.
+# that follows live audio would call them.
 
 # [gallery-only crepe_quantize]
 # [start crepe_quantize]
@@ -209,8 +209,6 @@ def quantize_int8(model, quantizer=None):
 
 
 def lower_to_pte(module, path):
-    """Lower *module* to XNNPACK into *path*; return the quantize and dequantize
-    nodes inside the delegate."""
     edge_program = to_edge_transform_and_lower(
         torch.export.export(module, example_inputs),
         transform_passes=get_transform_passes(),
@@ -218,23 +216,13 @@ def lower_to_pte(module, path):
     )
     with open(path, "wb") as file:
         file.write(edge_program.to_executorch().buffer)
-    graph_module = edge_program.exported_program().graph_module
-    delegated = [
-        node
-        for child in graph_module.children()
-        if hasattr(child, "original_module")  # a lowered XNNPACK delegate
-        for node in child.original_module.graph.nodes
-    ]
-    return sum("quantize_per" in str(node.target) for node in delegated)
 
 
-quantized_models, qdq_nodes = {}, {}
+quantized_models = {}
 for capacity, model in models.items():
-    qdq_nodes[capacity, "fp32"] = lower_to_pte(model, f"crepe_{capacity}_fp32.pte")
+    lower_to_pte(model, f"crepe_{capacity}_fp32.pte")
     quantized_models[capacity] = quantize_int8(model)
-    qdq_nodes[capacity, "int8"] = lower_to_pte(
-        quantized_models[capacity], f"crepe_{capacity}_int8.pte"
-    )
+    lower_to_pte(quantized_models[capacity], f"crepe_{capacity}_int8.pte")
 # [end crepe_quantize]
 
 # sphinx_gallery_start_ignore
@@ -252,6 +240,7 @@ seconds = {"lowered": time.perf_counter() - recipe_start}
 # ratio of its outputs, which must reach ``MIN_SQNR_DB``. Then every variant
 # is scored against the ground truth at every noise level.
 
+# [gallery-only crepe_accuracy]
 # [start crepe_accuracy]
 from executorch.runtime import Runtime
 from torchao.quantization.utils import compute_error
@@ -347,184 +336,6 @@ assert shifted["accuracy"] < 0.05, shifted
 # sphinx_gallery_end_ignore
 
 # %%
-# Why int8 does not make the tiny model faster
-# --------------------------------------------
-# XNNPACK runs an int8 operator on int8 tensors; wherever an int8 tensor
-# meets an fp32 operator, the delegate converts it (a ``Convert`` operator,
-# from a dequantize node) and back (from a quantize node). ExecuTorch's
-# ETDump trace lists every XNNPACK operator a call ran, with its time, so
-# the first layer of the tiny int8 program can be read off it, median
-# milliseconds over 20 traced calls.
-
-# [gallery-only crepe_trace]
-# [start crepe_trace]
-from executorch.devtools import Inspector
-
-
-def xnnpack_operators(path, calls=20):
-    """The XNNPACK operators a call of *path* runs, in order, each with its median
-    time in milliseconds over *calls* traced calls."""
-    program = runtime.load_program(path, enable_etdump=True)
-    method = program.load_method("forward")
-    for _ in range(calls):
-        method.execute(list(example_inputs))
-    program.write_etdump_result_to_file(f"{path}.etdp", f"{path}.debug")
-    events = Inspector(etdump_path=f"{path}.etdp").event_blocks
-    return {
-        event.name: event.perf_data.p50
-        for block in events
-        for event in block.events
-        if " (" in event.name  # XNNPACK's names: "Kind (layout) #n"
-    }
-
-
-tiny_int8_ops = xnnpack_operators("crepe_tiny_int8.pte")
-order = list(tiny_int8_ops)
-first_layer = order[: order.index("Constant Pad (ND, X32) #2")]
-for name in first_layer:
-    print(f"{tiny_int8_ops[name]:7.3f} ms  {name}")
-# [end crepe_trace]
-
-# %%
-# Each layer is ``pad → convolution → ReLU → batch norm → max-pool``. The
-# quantizer annotates the convolution with its ReLU (int8 in, int8 out). It
-# has no pattern for a batch norm on its own: batch norm folds into a
-# convolution only when it comes right after it, and here the ReLU sits
-# between them. So the batch norm stays fp32 (XNNPACK runs it as a
-# one-by-one depthwise fp32 convolution), and so does the max-pool after it
-# (a max-pool shares its input's quantization only when that input is
-# quantized) and the padding of the next layer's input (the quantizer has
-# nothing for padding). Each layer converts to int8 and back. The times in
-# the trace say whether that is what costs; the recipe tries what a reader
-# would, and the table at the end compares them:
-#
-# * **A quantizer configuration.** The XNNPACK quantizer's patterns are
-#   printed below; none covers a batch norm on its own, nor padding, so no
-#   configuration keeps these layers in int8.
-# * **Reorder the layer** to ``convolution → batch norm → ReLU``, so that
-#   the batch norm folds into the convolution. That is a different function
-#   from the one the weights were trained for, and the padding still sits
-#   in fp32 between the max-pool and the next convolution.
-# * **Rewrite the layer exactly.** Batch norm in inference is ``a * x + b``
-#   per channel; when every ``a`` is positive, ``a * relu(z) + b =
-#   relu(a * z) + b``, and ``max_pool(y + b) = max_pool(y) + b``. So the
-#   scale ``a`` folds into the convolution's weights and bias, and the shift
-#   ``b`` becomes an addition after the max-pool, which the quantizer
-#   covers. The asymmetric padding (31 before, 32 after) moves into the
-#   convolution (32 on both sides), and a slice drops the extra first
-#   output. The same function, with every layer int8 from end to end.
-# * **Keep the first convolution in fp32**, a quantizer configuration after
-#   all: a filter function (as in :doc:`quantize_digits_cnn_mixed_precision`)
-#   leaves the nodes of that one layer unannotated. The first convolution
-#   reads the raw frame, one channel, through a 512-sample kernel, and the
-#   trace shows what int8 does to it.
-
-# [gallery-only crepe_remedies]
-# [start crepe_remedies]
-import torch.nn.functional as F
-
-print(sorted({pattern.name for pattern in XNNPACKQuantizer.SUPPORTED_PATTERNS}))
-
-
-class ReorderedCrepe(torchcrepe.Crepe):
-    """conv -> batch norm -> ReLU -> max-pool: not the network that was trained."""
-
-    def layer(self, x, conv, batch_norm, padding=(0, 0, 31, 32)):
-        x = batch_norm(conv(F.pad(x, padding)))
-        return F.max_pool2d(F.relu(x), (2, 1), (2, 1))
-
-
-class FoldedCrepe(torch.nn.Module):
-    """CREPE with each batch norm folded into the convolution before it."""
-
-    def __init__(self, crepe):
-        super().__init__()
-        self.convs = torch.nn.ModuleList()
-        for index in range(1, 7):
-            conv = getattr(crepe, f"conv{index}")
-            norm = getattr(crepe, f"conv{index}_BN")
-            scale = norm.weight / torch.sqrt(norm.running_var + norm.eps)
-            if not (scale > 0).all():
-                raise ValueError(f"conv{index}_BN has a scale <= 0: it cannot fold")
-            folded = torch.nn.Conv2d(
-                conv.in_channels,
-                conv.out_channels,
-                conv.kernel_size,
-                conv.stride,
-                padding=(254 if index == 1 else 32, 0),
-            )
-            with torch.no_grad():
-                folded.weight.copy_(conv.weight * scale[:, None, None, None])
-                folded.bias.copy_(conv.bias * scale)
-            self.convs.append(folded)
-            shift = norm.bias - norm.running_mean * scale
-            self.register_buffer(f"shift{index}", shift.detach()[None, :, None, None])
-        self.classifier = crepe.classifier
-        self.in_features = crepe.in_features
-
-    def forward(self, x):
-        x = x[:, None, :, None]
-        for index, conv in enumerate(self.convs, start=1):
-            x = conv(x)
-            if index > 1:
-                x = x[:, :, 1:]  # padding 32 + 32 instead of 31 + 32
-            x = F.max_pool2d(F.relu(x), (2, 1), (2, 1)) + getattr(self, f"shift{index}")
-        x = x.permute(0, 2, 1, 3).reshape(-1, self.in_features)
-        return torch.sigmoid(self.classifier(x))
-
-
-tiny = models["tiny"]
-reordered = load_crepe("tiny", ReorderedCrepe)
-folded = FoldedCrepe(tiny).eval()
-frames = torch.cat(list(test_frames.values()))
-with torch.no_grad():
-    torch.testing.assert_close(folded(frames), tiny(frames), atol=1e-5, rtol=1e-4)
-    reordered_fp32_scores = pitch_scores(
-        reordered(test_frames["clean"]), true_cents
-    )
-print(f"reordered, fp32 eager, clean tones: {reordered_fp32_scores['accuracy']:.1%}")
-
-qdq_nodes["tiny reordered", "int8"] = lower_to_pte(
-    quantize_int8(reordered), "crepe_tiny_reordered_int8.pte"
-)
-qdq_nodes["tiny folded", "int8"] = lower_to_pte(
-    quantize_int8(folded), "crepe_tiny_folded_int8.pte"
-)
-
-
-def outside_first_conv(node):
-    stack = node.meta.get("nn_module_stack")
-    if not stack:  # a weight or a bias: the layer that uses it decides
-        return True
-    return all(path != "convs.0" for path, _ in stack.values())
-
-
-first_conv_fp32 = XNNPACKQuantizer().set_global(
-    get_symmetric_quantization_config(is_per_channel=True)
-).set_filter_function(outside_first_conv)
-qdq_nodes["tiny mixed", "int8"] = lower_to_pte(
-    quantize_int8(folded, first_conv_fp32), "crepe_tiny_mixed_int8.pte"
-)
-# [end crepe_remedies]
-
-# %%
-# The variants are scored on the same frames; the rewrite must keep the
-# accuracy of the original, the reordered network shows what a change of
-# function costs.
-
-# [gallery-only crepe_remedy_scores]
-# [start crepe_remedy_scores]
-frames = torch.cat(list(test_frames.values()))
-for name in ["tiny_reordered_int8", "tiny_folded_int8", "tiny_mixed_int8"]:
-    probabilities = run_pte(f"crepe_{name}.pte", frames)
-    for level, chunk in zip(NOISE_LEVELS, probabilities.split(TONES_PER_LEVEL)):
-        scores[name, level] = pitch_scores(chunk, true_cents)
-    print(f"{name}: " + ", ".join(
-        f"{level} {scores[name, level]['accuracy']:.1%}" for level in NOISE_LEVELS
-    ))
-# [end crepe_remedy_scores]
-
-# %%
 # Latency and size
 # ----------------
 # Each program is timed on one frame (batch 1) after a few untimed calls,
@@ -532,9 +343,10 @@ for name in ["tiny_reordered_int8", "tiny_folded_int8", "tiny_mixed_int8"]:
 # (``_unsafe_reset_threadpool`` from ExecuTorch's pybindings resizes the pool
 # XNNPACK uses; the :doc:`benchmark </gallery/performance/benchmark_xnnpack_speedup>`
 # explains why a program is loaded after the reset and dropped before the
-# next one). The figure is the median call. The load average says how busy
-# the machine was: on a busy machine every figure is slower, and the
-# two-thread figures most of all.
+# next one). The figure is the median call. ExecuTorch's ETDump trace then
+# says where a call's time goes: it lists every XNNPACK operator the call
+# ran (XNNPACK names them ``Kind (layout) #n``), with its median time over
+# 20 traced calls.
 
 # [gallery-only crepe_latency]
 # [start crepe_latency]
@@ -542,13 +354,13 @@ import os
 import statistics
 import time
 
+from executorch.devtools import Inspector
 from executorch.extension.pybindings.portable_lib import (
     _threadpool_get_thread_count,
     _unsafe_reset_threadpool,
 )
 
-PROGRAMS = ["tiny_fp32", "tiny_int8", "tiny_reordered_int8", "tiny_folded_int8",
-            "tiny_mixed_int8", "full_fp32", "full_int8"]
+PROGRAMS = ["tiny_fp32", "tiny_int8", "full_fp32", "full_int8"]
 RUNS = {"tiny": 200, "full": 20}
 default_threads = _threadpool_get_thread_count()
 thread_counts = sorted({1, default_threads})
@@ -564,16 +376,31 @@ def median_ms(path, runs, warmup=5):
         method.execute(list(example_inputs))
         samples.append((time.perf_counter() - start) * 1000)
     return statistics.median(samples)
+
+
+def xnnpack_operators(path, calls=20):
+    """Each XNNPACK operator a call of *path* runs, with its median milliseconds."""
+    program = runtime.load_program(path, enable_etdump=True)
+    method = program.load_method("forward")
+    for _ in range(calls):
+        method.execute(list(example_inputs))
+    program.write_etdump_result_to_file(f"{path}.etdp", f"{path}.debug")
+    blocks = Inspector(etdump_path=f"{path}.etdp").event_blocks
+    return {
+        event.name: event.perf_data.p50
+        for block in blocks
+        for event in block.events
+        if " (" in event.name  # XNNPACK's operators, not the runtime's own events
+    }
 # [end crepe_latency]
 
 
 # sphinx_gallery_start_ignore
-seconds["remedies"] = time.perf_counter() - recipe_start
+seconds["before timing"] = time.perf_counter() - recipe_start
 from xnnguide.core import quiet
 
 held = quiet.hold()  # the build's other recipes stop while this one times
 # sphinx_gallery_end_ignore
-load_before = os.getloadavg()[0]
 latency = {}
 for threads in thread_counts:
     _unsafe_reset_threadpool(threads)
@@ -581,35 +408,24 @@ for threads in thread_counts:
         runs = RUNS[name.split("_")[0]]
         latency[name, threads] = median_ms(f"crepe_{name}.pte", runs)
 _unsafe_reset_threadpool(default_threads)
-# The ETDump trace, on the build's threads: each XNNPACK operator's median time.
 operators = {name: xnnpack_operators(f"crepe_{name}.pte") for name in PROGRAMS}
-load_after = os.getloadavg()[0]
 # sphinx_gallery_start_ignore
 held.release()
 # sphinx_gallery_end_ignore
-print(f"load average {load_before:.2f} before, {load_after:.2f} after, "
-      f"{os.cpu_count()} cores")
 for name in PROGRAMS:
     size = os.path.getsize(f"crepe_{name}.pte")
     times = ", ".join(f"{latency[name, t]:.2f} ms ({t} thr.)" for t in thread_counts)
-    print(f"{name:<20} {size / 1e6:6.2f} MB  {times}")
-for name, times in operators.items():
-    converts = [ms for operator, ms in times.items() if operator.startswith("Convert")]
-    first_conv = [ms for operator, ms in times.items() if operator.endswith("IGEMM #1")]
-    print(f"{name}: {len(times)} XNNPACK operators, {sum(times.values()):.3f} ms; "
-          f"{len(converts)} conversions, {sum(converts):.3f} ms; "
-          f"first convolution {sum(first_conv):.3f} ms")
+    print(f"{name:<10} {size / 1e6:6.2f} MB  {times}")
+for name, times in operators.items():  # the six convolutions, in order
+    convolutions = [f"{ms:.3f}" for op, ms in times.items() if "IGEMM" in op]
+    print(f"{name:<10} convolutions (ms): {', '.join(convolutions)}")
 
 # sphinx_gallery_start_ignore
 assert set(latency) == {(name, t) for name in PROGRAMS for t in thread_counts}
 assert _threadpool_get_thread_count() == default_threads, "the thread pool was not restored"
 facts.record("threads", thread_counts, " and ".join(map(str, thread_counts)))
 facts.record("build_threads", default_threads)
-facts.record("cores", os.cpu_count())
-facts.record("load_before", load_before, f"{load_before:.2f}")
-facts.record("load_after", load_after, f"{load_after:.2f}")
 hold = facts.record("timing_hold", held.record())
-facts.record("recipes_stopped", hold["stopped"], f"{hold['stopped']}")
 from xnnguide.core import timings
 
 load = hold["load"]  # what other work took of the machine while the programs were timed
@@ -641,105 +457,44 @@ for capacity in CAPACITIES:
                            load=load)
     ratio = sizes[f"{capacity}_int8"] / sizes[f"{capacity}_fp32"]
     facts.record(f"{capacity}_size_ratio", ratio, f"{ratio:.2f}")
-pattern_names = sorted({p.name for p in XNNPACKQuantizer.SUPPORTED_PATTERNS})
-facts.record("quantizer_patterns", pattern_names, ", ".join(pattern_names))
-facts.record("reordered_fp32_clean_accuracy", reordered_fp32_scores["accuracy"],
-             f"{reordered_fp32_scores['accuracy']:.1%}")
-facts.record("first_layer_trace",
-             "\n".join(f"{tiny_int8_ops[name]:7.3f} ms  {name}" for name in first_layer))
 
 
-def operator_ms(name, match):
-    return sum(ms for operator, ms in operators[name].items() if match(operator))
+def conv_ms(name, index):
+    """The ETDump median of the program's *index*-th layer convolution (XNNPACK runs them as
+    IGEMM and numbers them from 1; the batch norms' 1x1 depthwise ones are named otherwise)."""
+    return sum(ms for op, ms in operators[name].items() if op.endswith(f"IGEMM #{index}"))
 
 
-def first_conv_ms(name):
-    return operator_ms(name, lambda operator: "Convolution" in operator and "IGEMM #1" in operator)
-
-
-variant_rows, converts_of = [], {}
-for name, label, same in [
-    ("tiny_fp32", "original, fp32", "yes"),
-    ("tiny_int8", "original, int8", "yes"),
-    ("tiny_reordered_int8", "reordered (conv, BN, ReLU), int8", "no"),
-    ("tiny_folded_int8", "batch norm folded, int8", "yes"),
-    ("tiny_mixed_int8", "batch norm folded, int8, first conv fp32", "yes"),
-]:
-    converts = sum(operator.startswith("Convert") for operator in operators[name])
-    converts_of[name] = converts
-    key = ("tiny", name.split("_")[-1]) if name.count("_") == 1 else (
-        "tiny " + name.split("_")[1], name.split("_")[2])
-    if name in ("tiny_fp32", "tiny_int8"):
-        cells = [scores["tiny", f"{name.split('_')[1]} .pte", level] for level in NOISE_LEVELS]
-    else:
-        cells = [scores[name, level] for level in NOISE_LEVELS]
-    variant_rows.append(
-        [label, same, qdq_nodes[key], converts,
-         f"{operator_ms(name, lambda o: o.startswith('Convert')):.3f}",
-         f"{first_conv_ms(name):.3f}",
-         f"{operator_ms(name, lambda o: True):.3f}"]
-        + [" / ".join(f"{cell['accuracy']:.1%}" for cell in cells[-2:])]
-        + [f"{latency[name, t]:.2f}" for t in thread_counts]
-    )
-    facts.record(f"{name}_converts", converts)
-    facts.record(f"{name}_qdq_nodes", qdq_nodes[key])
-facts.record_table(
-    "variants",
-    ["Tiny model", "Trained function", "Q/DQ nodes in delegate", "XNNPACK Converts",
-     "Converts ms", "First conv ms", "All XNNPACK ops ms", "RPA 0 dB / -5 dB"]
-    + [f"Median ms, {t} thread{'s' if t > 1 else ''}" for t in thread_counts],
-    variant_rows,
-)
-# Where the time goes, per convolution, fp32 against int8 (ETDump medians).
-conv_rows = []
+# Where the time goes, per convolution, fp32 against int8 (ETDump medians, on the build's threads).
+conv_rows, timed = [], []
 for capacity in CAPACITIES:
+    fp32_total = sum(operators[f"{capacity}_fp32"].values())
     for index in range(1, 7):
-        fp32_ms = operator_ms(f"{capacity}_fp32", lambda o: o.endswith(f"IGEMM #{index}"))
-        int8_ms = operator_ms(f"{capacity}_int8", lambda o: o.endswith(f"IGEMM #{index}"))
-        conv_rows.append([capacity, f"conv{index}", f"{fp32_ms:.3f}", f"{int8_ms:.3f}",
-                          f"{fp32_ms / int8_ms:.2f}×" if int8_ms > 0 else "-"])
+        fp32_ms, int8_ms = conv_ms(f"{capacity}_fp32", index), conv_ms(f"{capacity}_int8", index)
+        assert fp32_ms > 0 and int8_ms > 0, (capacity, index, operators[f"{capacity}_int8"])
+        conv_rows.append([capacity, f"conv{index}", f"{fp32_ms / fp32_total:.0%}",
+                          timings.latency_cell(fp32_ms, load), timings.latency_cell(int8_ms, load),
+                          timings.speedup_cell(fp32_ms / int8_ms, load)])
+        timed += [{"kind": "latency", "subject": f"CREPE {capacity} conv{index}, {precision} (ETDump)",
+                   "threads": default_threads, "batch": 1} for precision in ["fp32", "int8"]]
         timings.record_speedup(f"{capacity}_conv{index}_speedup", fp32_ms / int8_ms,
                                subject=f"CREPE {capacity} conv{index}, int8 against fp32 (ETDump)",
                                threads=default_threads, batch=1, load=load)
-facts.record_table(
+    share = conv_ms(f"{capacity}_fp32", 2) / fp32_total
+    facts.record(f"{capacity}_conv2_fp32_share", share, f"{share:.0%}")
+timings.record_timing_table(
     "convolutions",
-    ["Model", "Layer", "fp32 ms (ETDump)", "int8 ms (ETDump)", "int8 speed-up"],
+    ["Model", "Layer", "Share of the fp32 call", "fp32 (ETDump median)", "int8 (ETDump median)",
+     "int8 speed-up"],
     conv_rows,
+    timed=timed,
+    load=load,
 )
-tiny_convert_ms = operator_ms("tiny_int8", lambda o: o.startswith("Convert"))
-tiny_total_ms = operator_ms("tiny_int8", lambda o: True)
-share = tiny_convert_ms / tiny_total_ms
-facts.record("tiny_convert_share", share, f"{share:.1%}")
-first_share = first_conv_ms("tiny_int8") / tiny_total_ms
-facts.record("tiny_first_conv_share", first_share, f"{first_share:.0%}")
-assert converts_of["tiny_int8"] >= 2 * 6, converts_of  # two per layer at least
-# What the page says the trace shows: the conversions are a small part of the time, and
-# int8 makes the first convolution slower, in both sizes.
-assert share < 0.10, share
-assert all(facts_value < 1 for facts_value in
-           [operator_ms(f"{c}_fp32", lambda o: o.endswith("IGEMM #1"))
-            / operator_ms(f"{c}_int8", lambda o: o.endswith("IGEMM #1")) for c in CAPACITIES])
-# The rewrite is the same function: it must score as the original int8 program does,
-# within a tone, at every level.
-for name in ["tiny_folded_int8", "tiny_mixed_int8"]:
-    for level in NOISE_LEVELS:
-        apart = abs(scores[name, level]["accuracy"]
-                    - scores["tiny", "int8 .pte", level]["accuracy"]) * TONES_PER_LEVEL
-        assert round(apart) <= MAX_TONES_APART, (name, level, apart)
-assert reordered_fp32_scores["accuracy"] < 0.5  # the page calls it another network
-for name in ["tiny_folded_int8", "tiny_mixed_int8"]:
-    for other in ["fp32", "int8"]:
-        timings.record_speedup(f"{name}_vs_{other}_1_thread",
-                               latency[f"tiny_{other}", 1] / latency[name, 1],
-                               subject=f"CREPE {name.replace('_', ' ')} against tiny {other}",
-                               threads=1, batch=1, load=load)
-assert converts_of["tiny_folded_int8"] < converts_of["tiny_int8"], converts_of
-assert converts_of["tiny_fp32"] == 0, converts_of
-import resource
-
-usage = resource.getrusage(resource.RUSAGE_SELF)
-facts.record("cpu_seconds", usage.ru_utime + usage.ru_stime,
-             f"{usage.ru_utime + usage.ru_stime:.0f} s")
+# What the page says the trace shows: int8 makes the first convolution slower in both sizes,
+# and the second convolution holds most of the full model's fp32 time.
+for capacity in CAPACITIES:
+    assert conv_ms(f"{capacity}_fp32", 1) < conv_ms(f"{capacity}_int8", 1), capacity
+assert conv_ms("full_fp32", 2) > 0.5 * sum(operators["full_fp32"].values())
 seconds["total"] = time.perf_counter() - recipe_start
 facts.record("seconds", seconds, ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items()))
 # sphinx_gallery_end_ignore
@@ -754,13 +509,8 @@ facts.record("seconds", seconds, ", ".join(f"{k} {v:.0f} s" for k, v in seconds.
 # .. fact-table:: quantize_crepe_pitch_tracker/accuracy
 #    :caption: CREPE, raw pitch accuracy, mean cents error and octave errors, measured by this build
 #
-# Latency of one frame per call with
-# :fact:`quantize_crepe_pitch_tracker/threads` threads, while the build's
-# other recipes were stopped; the 1-minute load average was
-# :fact:`quantize_crepe_pitch_tracker/load_before` before and
-# :fact:`quantize_crepe_pitch_tracker/load_after` after, on
-# :fact:`quantize_crepe_pitch_tracker/cores` cores (a load above the
-# recipe's own threads means other programs shared the machine):
+# Latency of one frame per call, while the build's other recipes were
+# stopped:
 #
 # .. fact-table:: quantize_crepe_pitch_tracker/latency
 #    :caption: CREPE, median latency of one frame and .pte size, measured by this build
@@ -770,7 +520,5 @@ facts.record("seconds", seconds, ", ".join(f"{k} {v:.0f} s" for k, v in seconds.
 # .. fact-table:: quantize_crepe_pitch_tracker/convolutions
 #    :caption: CREPE's convolutions in the ETDump trace, measured by this build
 #
-# The tiny model's variants, with the conversions the ETDump trace counted:
-#
-# .. fact-table:: quantize_crepe_pitch_tracker/variants
-#    :caption: The tiny model's variants, measured by this build
+# Why int8 does not pay on the tiny model, and the rewrite that makes it
+# pay, are in :doc:`remove_int8_conversions_from_crepe_tiny`.

@@ -409,6 +409,9 @@ ptq_lost = correct["fp32 eager"] - correct["int8-static .pte"]
 qat_lost = correct["fp32 eager"] - correct["int8-static-qat .pte"]
 facts.record("ptq_lost_images", ptq_lost, f"{ptq_lost} of {len(test_x)}")
 facts.record("qat_lost_images", qat_lost, f"{qat_lost} of {len(test_x)}")
+for name, count in correct.items():
+    key = name.replace(" .pte", "").replace(" ", "_").replace("-", "_")
+    facts.record(f"{key}_right", count, f"{count} of {len(test_x)}")
 if ptq_lost <= 0:
     verdict = "had nothing to recover, since post-training quantization lost no image"
 elif qat_lost <= 0:
