@@ -150,12 +150,13 @@ def _settle(groups: list[int]) -> None:
     deadline = time.monotonic() + SETTLE_SECONDS
     waiting = [process for pgid in groups for process in members(pgid)]
     while waiting and time.monotonic() < deadline:
-        waiting = [p for p in waiting if _status(p) not in (psutil.STATUS_STOPPED, None)]
+        waiting = [p for p in waiting if status(p) not in (psutil.STATUS_STOPPED, None)]
         if waiting:
             time.sleep(0.01)
 
 
-def _status(process: psutil.Process) -> str | None:
+def status(process: psutil.Process) -> str | None:
+    """The process's state (``psutil.STATUS_STOPPED`` while a holder has stopped it), ``None`` once it is gone."""
     try:
         return process.status()
     except psutil.Error:

@@ -239,7 +239,7 @@ def _watch(payload: bytes, trace: str, seconds: float, gb: float, preloaded: lis
                 result = receive.recv_bytes()
             break
         now = time.monotonic()
-        if _status(process) != psutil.STATUS_STOPPED:  # a holder's SIGSTOP does not spend the budget
+        if quiet.status(process) != psutil.STATUS_STOPPED:  # a holder's SIGSTOP does not spend the budget
             ran += now - polled
         polled = now
         over = rss > gb * 1e9
@@ -272,14 +272,6 @@ def _watch(payload: bytes, trace: str, seconds: float, gb: float, preloaded: lis
     else:
         why = f"its process exited with code {code} before the recipe ended"
     return why, elapsed, child.pid, peak
-
-
-def _status(process: psutil.Process) -> str | None:
-    """The process's state (``psutil.STATUS_STOPPED`` while a holder has stopped it), ``None`` once it is gone."""
-    try:
-        return process.status()
-    except psutil.Error:
-        return None
 
 
 def _rss(process: psutil.Process) -> tuple[int, list[psutil.Process]]:
