@@ -423,6 +423,8 @@ assert converts_of["int8"] >= 2 * 6, converts_of
 assert convert_share < 0.10, convert_share
 assert converts_of["folded int8"] < converts_of["int8"], converts_of
 assert converts_of["fp32"] == 0, converts_of
+# The page says the rewrite with the first convolution in fp32 makes int8 pay.
+assert latency["folded int8, first conv fp32", 1] < latency["fp32", 1], latency
 for variant in ["folded int8", "folded int8, first conv fp32"]:
     for other in ["fp32", "int8"]:
         key = f"{'folded' if variant == 'folded int8' else 'mixed'}_vs_{other}_1_thread"
