@@ -6,6 +6,11 @@ seconds, exit status). At its end it runs this module, which prints the phases b
 A change that makes CI slower shows up as a positive change in its own run; nothing fails on a time, since
 a time depends on the machine and on what else it runs (the load average is printed for that reason).
 
+``--logs DIR`` names the folder where ``make test`` keeps each phase's output (``DIR/<phase>.log``). For a
+phase that failed, the summary then repeats why, last: the lines that name a problem (``path:line:`` lines,
+pytest's ``FAILED``/``ERROR`` lines, tracebacks' last line), or else the end of the phase's output. CI keeps only
+the end of a failed run's output, so the cause has to be there, not thousands of lines above it.
+
 ``--record`` writes this run's phases as the new reference, with the commit and date they were measured at.
 """
 
@@ -14,6 +19,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -58,6 +64,35 @@ def recipes_run() -> str:
     return f"{ran} recipe{'s' if ran != 1 else ''} and {steps} build step{'s' if steps != 1 else ''} run"
 
 
+#: A line that says what failed: ``path:line: ...`` (Sphinx's warnings, the build summary, the drift checks),
+#: pytest's short summary and its totals, and the exception a traceback ends with.
+_PROBLEM = re.compile(r"^(?:\S+:\d+: \S|(?:FAILED|ERROR) \S|=+ .*\b(?:failed|error|errors)\b.* =+$"
+                      r"|[A-Za-z_.]*(?:Error|Exception): )")
+#: How many lines a failed phase's excerpt shows at most.
+EXCERPT_LINES = 40
+
+
+def failure_excerpt(output: str, limit: int = EXCERPT_LINES) -> list[str]:
+    """The lines of a failed phase's *output* that say why: problem lines, each once, in order (the last
+    *limit* of them); the last *limit* lines of the output when none matches."""
+    lines = output.splitlines()
+    found = list(dict.fromkeys(line for line in lines if _PROBLEM.match(line)))
+    if not found:
+        return lines[-limit:]
+    return ([f"... {len(found) - limit} earlier problem line(s) in the log"] if len(found) > limit else []) + found[-limit:]
+
+
+def why_failed(run: dict[str, tuple[float, int]], logs: Path) -> list[str]:
+    """For each failed phase with a log in *logs*, a heading and the excerpt of its output."""
+    lines = []
+    for name, (_, status) in run.items():
+        log = logs / f"{name}.log"
+        if status and log.is_file():
+            lines.append(f">> why {PHASES[name]} failed (exit {status}; all of it in {log}):")
+            lines += [f"  {line}" for line in failure_excerpt(log.read_text(encoding="utf-8", errors="replace"))]
+    return lines
+
+
 def change(seconds: float, reference: float) -> str:
     return f"{reference:11.1f}{seconds - reference:+9.1f}"
 
@@ -93,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m xnnguide.tools.ci_times", description=__doc__.splitlines()[0])
     parser.add_argument("times", type=Path, help="the phases make test timed (_build/ci-times.tsv)")
     parser.add_argument("--reference", type=Path, default=REFERENCE, help="the recorded phases (default %(default)s)")
+    parser.add_argument("--logs", type=Path, help="the folder holding each phase's output, <phase>.log")
     parser.add_argument("--record", action="store_true", help="write this run's phases as the new reference")
     args = parser.parse_args(argv)
     try:
@@ -103,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f">> where make test's time went (load average now {load_average()}; reference: {args.reference.name})")
     print(*report(run, reference), sep="\n")
+    failures = why_failed(run, args.logs) if args.logs else []
+    if failures:
+        print(*failures, sep="\n")
     if args.record:
         record(run, args.reference)
         print(f">> recorded as the new reference in {args.reference}")
