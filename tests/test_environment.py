@@ -51,6 +51,25 @@ def test_installed_versions_match_the_pins():
     assert not wrong, f"run `make venv` to refresh .venv: {wrong}"
 
 
+def unpinned(installed: dict[str, str], pinned: dict[str, str]) -> list[str]:
+    """The installed distributions (name -> version) that *pinned* does not name, pip itself aside:
+    what a new release could change in a fresh clone's environment."""
+    names = {canonicalize_name(name) for name in pinned}
+    return sorted(f"{name}=={version}" for name, version in installed.items()
+                  if canonicalize_name(name) not in names and canonicalize_name(name) != "pip")
+
+
+def test_every_installed_package_is_pinned():
+    installed = {dist.metadata["Name"]: dist.version for dist in metadata.distributions()}
+    missing = unpinned(installed, pins())
+    assert not missing, f"pin these in requirements.txt (what the pins brought in): {missing}"
+
+
+def test_an_unpinned_dependency_is_reported():
+    installed = {"torch": "2.14.1", "Jinja2": "3.1.6", "typing_extensions": "4.16.0", "pip": "23.2.1"}
+    assert unpinned(installed, {"torch": "2.14.1", "typing-extensions": "4.16.0"}) == ["Jinja2==3.1.6"]
+
+
 def test_every_package_a_stamp_names_is_pinned():
     # Verified stamps name the versions of environment.PACKAGES; each must be
     # one that requirements.txt pins, or a stamp could name a release no one chose.
