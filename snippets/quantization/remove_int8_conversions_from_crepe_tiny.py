@@ -1,6 +1,6 @@
 """
-Make int8 pay on a small CNN: trace tiny CREPE's conversions, then remove them
-==============================================================================
+Trace tiny CREPE's int8 conversions, then try to remove them
+============================================================
 
 In static int8, the tiny CREPE pitch tracker runs no faster than in fp32,
 though its ``.pte`` shrinks. This recipe reads the ETDump trace of the int8
@@ -423,8 +423,6 @@ assert converts_of["int8"] >= 2 * 6, converts_of
 assert convert_share < 0.10, convert_share
 assert converts_of["folded int8"] < converts_of["int8"], converts_of
 assert converts_of["fp32"] == 0, converts_of
-# The page says the rewrite with the first convolution in fp32 makes int8 pay.
-assert latency["folded int8, first conv fp32", 1] < latency["fp32", 1], latency
 for variant in ["folded int8", "folded int8, first conv fp32"]:
     for other in ["fp32", "int8"]:
         key = f"{'folded' if variant == 'folded int8' else 'mixed'}_vs_{other}_1_thread"
