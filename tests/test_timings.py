@@ -77,6 +77,16 @@ def test_a_speed_up_from_a_busy_machine_is_never_bare():
     assert timings.speedup_text(0.0123) == "0.012×" and timings.speedup_cell(3.0, BUSY).startswith("3.00× (timed")
 
 
+def test_a_rate_names_its_unit_threads_and_batch_and_a_busy_machine():
+    timings.record_throughput("decode_tokens_per_s", 1234.4, unit="tokens/s", subject="LM decode", threads=1,
+                              batch=1, load=QUIET)
+    recorded = facts._active["facts"]
+    assert recorded["decode_tokens_per_s"]["display"] == "1,234 tokens/s (batch 1, 1 thread)"
+    assert timings.timed_in(recorded["decode_tokens_per_s"])[0]["kind"] == "throughput"
+    assert timings.throughput_cell(980.6, QUIET) == "981"
+    assert timings.throughput_cell(980.6, BUSY).startswith("981 (timed on a busy machine:")
+
+
 def test_a_load_that_machine_load_did_not_measure_is_refused():
     with pytest.raises(ValueError, match="load must be what machine_load measured"):
         timings.record_latency("x_ms", 1.0, subject="M", threads=1, batch=1, load={"seconds": 1})
@@ -84,10 +94,30 @@ def test_a_load_that_machine_load_did_not_measure_is_refused():
 
 @pytest.mark.parametrize(("key", "is_timing"), [
     ("eager_ms", True), ("cached_second_load_ms", True), ("speedup", True), ("mobilenet_v2_int8_speedup", True),
-    ("latency", True), ("items", False), ("max_abs_error", False), ("cold_build_seconds", False),
+    ("latency", True), ("decode_fp32_tokens_per_s", True), ("items", False), ("max_abs_error", False),
+    ("cold_build_seconds", False),
 ])
 def test_keys_that_say_timing(key, is_timing):
     assert timings.looks_like_timing(key) is is_timing
+
+
+@pytest.mark.parametrize(("header", "is_timing"), [
+    (["program", ".pte size", "decode tokens/s"], True), (["Program", "Median (ms)"], True),
+    (["weights", "int8 speed-up"], True), (["weights", ".pte size", "perplexity"], False),
+])
+def test_a_table_with_a_column_of_timings_is_a_timing(header, is_timing):
+    assert timings.looks_like_timing("results", {"header": header, "rows": []}) is is_timing
+
+
+@pytest.mark.parametrize(("cells", "is_timing"), [
+    (["fp32", "0.412 ms"], True), (["-cpu max", "4.1 s / 1.8 s"], True), (["x", "12.0 µs"], True),
+    (["fp32", "715 KiB", "2 threads", "43 / 43"], False), (["10 dB SNR", "3 tones"], False),
+])
+def test_a_table_whose_cells_are_durations_is_a_timing_whatever_its_header_says(cells, is_timing):
+    # The weight-only table's "Median time per call" and the C++ page's "First load" name no unit: their
+    # cells do.
+    fact = {"header": ["Program", "Median time per call"], "rows": [cells]}
+    assert timings.looks_like_timing("comparison", fact) is is_timing
 
 
 def test_a_bare_number_under_a_timing_key_is_reported_and_a_recorded_timing_is_not():
@@ -96,6 +126,8 @@ def test_a_bare_number_under_a_timing_key_is_reported_and_a_recorded_timing_is_n
     assert bare_timing("r", "eager_ms", facts._active["facts"]["eager_ms"]) is None
     assert bare_timing("r", "max_abs_error", {"value": 1e-6, "display": "1e-6"}) is None
     assert "recorded without its conditions" in bare_timing("r", "latency", {"header": ["ms"], "rows": [["1"]]})
+    speeds = {"header": ["program", "decode tokens/s"], "rows": [["fp32", "1,234"]]}
+    assert "recorded without its conditions" in bare_timing("r", "speeds", speeds)
 
 
 def quote(recipe, subject, threads=2, batch=1, kind="latency", where="docs/page.md:1"):

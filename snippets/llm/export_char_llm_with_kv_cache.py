@@ -398,12 +398,15 @@ for name, tokens in pte_tokens.items():
 # must reach ``MIN_SQNR_DB``, the floor of every quantized check on this site.
 # Prefill speed is the tokens per second of one prefill call of ``CONTEXT``
 # tokens; decode speed is the tokens per second of single-token calls; both
-# are medians of five runs, with one thread.
+# are medians of five runs.
 
 # sphinx_gallery_start_ignore
+from executorch.extension.pybindings.portable_lib import _threadpool_get_thread_count
+
 from xnnguide.core import quiet
 
 held = quiet.hold()  # the other recipes of the build stop while this one times
+timing_threads = _threadpool_get_thread_count()
 # sphinx_gallery_end_ignore
 # [start llm_measure]
 import os
@@ -513,7 +516,7 @@ print(
 # [end llm_ptd]
 
 # sphinx_gallery_start_ignore
-from xnnguide.core import facts
+from xnnguide.core import facts, timings
 from xnnguide.recipe_checks import quantization
 
 quantization.record_min_sqnr(MIN_SQNR_DB)
@@ -594,6 +597,7 @@ else:
         "Greedy decoding can still part at any near tie between two bytes, where "
         "a rounding difference between the programs picks the other one",
     )
+hold = held.record()
 rows = []
 for name, (eager_ppl, pte_ppl, prefill_speed, decode_speed, size) in results.items():
     rows.append(
@@ -604,11 +608,12 @@ for name, (eager_ppl, pte_ppl, prefill_speed, decode_speed, size) in results.ite
             f"{pte_ppl:.4g}",
             f"{agreement(pte_tokens[name], eager_tokens[name])} / {steps}",
             f"{agreement(pte_tokens[name], eager_tokens['fp32'])} / {steps}",
-            f"{prefill_speed:,.0f}",
-            f"{decode_speed:,.0f}",
+            timings.throughput_cell(prefill_speed, hold["load"]),
+            timings.throughput_cell(decode_speed, hold["load"]),
         ]
     )
-facts.record_table(
+conditions = f"batch 1, {timing_threads} thread{'s' if timing_threads > 1 else ''}"
+timings.record_timing_table(
     "results",
     [
         "weights",
@@ -617,10 +622,16 @@ facts.record_table(
         "perplexity, .pte",
         "greedy tokens as own eager",
         "greedy tokens as eager fp32",
-        "prefill tokens/s",
-        "decode tokens/s",
+        f"prefill tokens/s ({conditions})",
+        f"decode tokens/s ({conditions})",
     ],
     rows,
+    timed=[
+        {"kind": "throughput", "subject": f"byte-level decoder, {name} .pte, {what}",
+         "threads": timing_threads, "batch": 1}
+        for name in results for what in ("prefill", "decode")
+    ],
+    load=hold["load"],
 )
 # Weight-only linear layers: the delegate gets the scales as inputs and its
 # outputs are far from eager (executorch 1.5.1). Fail loudly once that changes.
@@ -654,8 +665,12 @@ for name in ("fp32", scheme):
     key = "fp32" if name == "fp32" else "scheme"
     facts.record(f"size_{key}", results[name][4], f"{results[name][4] / 1024:,.0f} KiB")
     facts.record(f"pte_perplexity_{key}", results[name][1], f"{results[name][1]:.2f}")
-    facts.record(f"decode_{key}", results[name][3], f"{results[name][3]:,.0f}")
-facts.record("timing_hold", held.record())
+    timings.record_throughput(
+        f"decode_{key}_tokens_per_s", results[name][3], unit="tokens/s",
+        subject=f"byte-level decoder, {name} .pte, decode", threads=timing_threads,
+        batch=1, load=hold["load"],
+    )
+facts.record("timing_hold", hold)
 # xnnguide_budget_seconds = 300
 # It trains a model for minutes, far longer than most recipes: it starts first, so the short ones fill the other core.
 # xnnguide_start_early = True

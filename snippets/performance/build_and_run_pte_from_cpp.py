@@ -202,6 +202,10 @@ facts.record("cmake_version", cmake_version)
 for source_file in ("main.cpp", "CMakeLists.txt"):
     digest = hashlib.sha256((source_dir / source_file).read_bytes()).hexdigest()
     facts.record(source_file.replace(".", "_").lower() + "_sha256", digest)
+from xnnguide.core import machine_load
+
+# The transcript below shows a load time, taken beside the build's other recipes: say how busy the machine was.
+run_window = machine_load.watch()
 # sphinx_gallery_end_ignore
 
 # %%
@@ -342,11 +346,21 @@ facts.record_table(
         ],
     ],
 )
-facts.record_table(
+from xnnguide.core import timings
+
+run_load = run_window.close()
+# The runner's one load time, on the pool the runtime sized (no --threads), is a timing like any other: the
+# transcript ends with a line that says so, and flags a busy machine.
+load_note = timings.busy_note(run_load) or "on a quiet machine"
+timings.record_timing_table(
     "fp32_transcript",
     [f"./runner {fp32_pte}"],
     [[line] for line in fp32_lines[: header_index + 3]]
-    + [[f"({len(fp32_lines) - header_index - 3} more lines)"]],
+    + [[f"({len(fp32_lines) - header_index - 3} more lines)"],
+       [f"(the load time: one load, batch 1, the runtime's default threads; {load_note})"]],
+    timed=[{"kind": "latency", "subject": "loading MobileNet V2 fp32 .pte in the C++ runner, one load",
+            "threads": None, "batch": 1}],
+    load=run_load,
 )
 # sphinx_gallery_end_ignore
 

@@ -191,7 +191,7 @@ print(profile.to_string(index=False))
 
 # sphinx_gallery_start_ignore
 held.release()
-facts.record("timing_hold", held.record())
+hold = facts.record("timing_hold", held.record())
 facts.record("threads", threads)
 assert (profile["kind"] == "DELEGATE_CALL").any() and profile[
     "is_delegated_op"
@@ -213,18 +213,24 @@ facts.record(
 )
 facts.record("etdump_xnnpack_kinds", int(profile["is_delegated_op"].sum()))
 facts.record("etdump_outside_ops", ", ".join(mobilenet_outside) or "none")
-facts.record_table(
+from xnnguide.core import timings
+
+timings.record_timing_table(
     "etdump_profile",
-    ["Event", "Inside XNNPACK", "Events", "Sum of medians"],
+    ["Event", "Inside XNNPACK", "Events",
+     f"Sum of medians ({timings.conditions(threads, 1)})"],
     [
         [
             row.kind,
             "yes" if row.is_delegated_op else "no",
             int(row.count),
-            f"{row.sum:.3f} ms",
+            timings.latency_cell(row.sum, hold["load"], 3),
         ]
         for row in profile.itertuples()
     ],
+    timed=[{"kind": "latency", "subject": f"MobileNet V2 fp32 in the C++ runner, ETDump events {row.kind}",
+            "threads": threads, "batch": 1} for row in profile.itertuples()],
+    load=hold["load"],
 )
 # sphinx_gallery_end_ignore
 

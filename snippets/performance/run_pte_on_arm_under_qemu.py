@@ -294,7 +294,7 @@ for cpu in CPU_MODELS:
 
 # sphinx_gallery_start_ignore
 held.release()
-facts.record("timing_hold", held.record())
+hold = facts.record("timing_hold", held.record())
 assert set(arm_outputs) == {(cpu, name) for cpu in CPU_MODELS for name in programs}
 first_qemu = subprocess.run(["qemu-aarch64", "--version"], capture_output=True, text=True)
 qemu_version = first_qemu.stdout.split()[2]
@@ -438,10 +438,18 @@ def family_cell(counts):
     return f"{kind} ({counts[kind]} instructions)"
 
 
-facts.record_table(
+from xnnguide.core import timings
+
+
+def emulated_seconds(cpu, name):  # seconds of QEMU on the build's x86-64 machine, not of an ARM CPU
+    busy = timings.busy_note(hold["load"])
+    return f"{seconds[cpu, name]:.1f} s" + (f" ({busy})" if busy else "")
+
+
+timings.record_timing_table(
     "arm_runs",
     ["QEMU CPU model", "Kernel family seen (int8 / fp32)", "fp32 max abs error",
-     "int8 elements differing", "Emulated run (fp32 / int8)"],
+     "int8 elements differing", "Emulated run, whole process (fp32 / int8; batch 1, 1 thread)"],
     [
         [
             f"-cpu {cpu}",
@@ -449,10 +457,13 @@ facts.record_table(
             f"{fp32_errors[cpu]:.1e}",
             f"{int8_differing[cpu]} of {total}"
             + (f", up to {int8_quanta[cpu]} quanta" if int8_differing[cpu] else ""),
-            f"{seconds[cpu, 'fp32']:.1f} s / {seconds[cpu, 'int8']:.1f} s",
+            f"{emulated_seconds(cpu, 'fp32')} / {emulated_seconds(cpu, 'int8')}",
         ]
         for cpu in CPU_MODELS
     ],
+    timed=[{"kind": "latency", "subject": f"the C++ runner under qemu-aarch64 -cpu {cpu}, {name} .pte, "
+            "whole emulated process", "threads": 1, "batch": 1} for cpu in CPU_MODELS for name in programs],
+    load=hold["load"],
 )
 facts.record_table(
     "arm_instructions",

@@ -519,13 +519,15 @@ for key, name in (
         load=hold["load"],
         digits=3,
     )
-facts.record_table(
+comparison_threads = _threadpool_get_thread_count()
+comparison_batch = example_inputs[0].shape[0]
+timings.record_timing_table(
     "comparison",
     [
         "Program",
         ".pte size",
         "Planned memory",
-        "Median time per call",
+        f"Median time per call ({timings.conditions(comparison_threads, comparison_batch)})",
         "Max |.pte - eager fp32|",
     ],
     [
@@ -533,11 +535,14 @@ facts.record_table(
             name,
             f"{r['size_kib']:.0f} KiB",
             f"{r['planned_kib']:.0f} KiB",
-            f"{r['ms']:.3f} ms",
+            timings.latency_cell(r["ms"], hold["load"], 3),
             f"{r['error']:.3g}",
         ]
         for name, r in results.items()
     ],
+    timed=[{"kind": "latency", "subject": f"the weight-only recipe's linear layers, {name} .pte",
+            "threads": comparison_threads, "batch": comparison_batch} for name in results],
+    load=hold["load"],
 )
 # sphinx_gallery_end_ignore
 

@@ -1,8 +1,8 @@
 """Timings as the pages show them: with their threads and batch, and flagged when the machine was busy.
 
 A latency means little without the conditions it was taken under, and the same model timed by two recipes on
-one machine gives two figures. So a recipe records a timing with :func:`record_latency` (or a ratio of two with
-:func:`record_speedup`), naming what was timed (*subject*), the threads and the batch, and passing what
+one machine gives two figures. So a recipe records a timing with :func:`record_latency` (a ratio of two with
+:func:`record_speedup`, a rate such as decoded tokens per second with :func:`record_throughput`), naming what was timed (*subject*), the threads and the batch, and passing what
 :mod:`xnnguide.core.machine_load` measured while it timed. The display names the conditions; a timing taken
 while other work held more than :data:`xnnguide.core.machine_load.BUSY_SHARE` of the machine says so, and a
 ratio taken then is not shown as a plain speed-up. A table of timings is recorded with
@@ -20,9 +20,15 @@ from typing import Any
 
 from xnnguide.core import facts
 
-KINDS = ("latency", "speedup")
-# The keys recipes give timings: ``eager_ms``, ``cached_second_load_ms``, ``int8_speedup``, ``latency``.
-_TIMING_KEY = re.compile(r"(?:^|_)(?:ms|speedup|latency)$")
+KINDS = ("latency", "speedup", "throughput")
+# The keys recipes give timings: ``eager_ms``, ``cached_second_load_ms``, ``int8_speedup``, ``latency``,
+# ``decode_fp32_tokens_per_s``.
+_TIMING_KEY = re.compile(r"(?:^|_)(?:ms|speedup|latency|per_s)$")
+# A table column that holds timings: ``"Median (ms)"``, ``"decode tokens/s"``, ``"int8 speed-up"``.
+_TIMING_COLUMN = re.compile(r"\b(?:ms|latency|speed-up|\w+/s)\b", re.IGNORECASE)
+# A cell that holds a duration, whatever its column says (``"0.412 ms"``, ``"4.1 s / 1.8 s"``): a number, then a
+# unit of time and nothing of a word after it.
+_DURATION_CELL = re.compile(r"\d\s?(?:ms|µs|us|s)\b(?![-/])")
 
 
 def conditions(threads: int | None, batch: int | None) -> str:
@@ -64,6 +70,16 @@ def speedup_cell(ratio: float, load: dict) -> str:
     return _annotated(speedup_text(ratio), busy_note(load))
 
 
+def throughput_text(per_second: float, unit: str) -> str:
+    """``"1,234 tokens/s"``: a rate to whole units, with its unit."""
+    return f"{per_second:,.0f} {unit}"
+
+
+def throughput_cell(per_second: float, load: dict) -> str:
+    """A rate for a table cell whose column names its unit, threads and batch: ``"1,234"``, flagged when busy."""
+    return _annotated(f"{per_second:,.0f}", busy_note(load))
+
+
 def _record(kind: str, key: str, value: float, text: str, subject: str, threads: int | None, batch: int | None,
             load: dict) -> float:
     if "busy" not in load:
@@ -92,6 +108,12 @@ def record_speedup(key: str, ratio: float, *, subject: str, threads: int | None,
     return _record("speedup", key, ratio, speedup_text(ratio), subject, threads, batch, load)
 
 
+def record_throughput(key: str, per_second: float, *, unit: str, subject: str, threads: int | None,
+                      batch: int | None, load: dict) -> float:
+    """Record *per_second*, how many *unit* (``"tokens/s"``) *subject* processed per second; returns it."""
+    return _record("throughput", key, per_second, throughput_text(per_second, unit), subject, threads, batch, load)
+
+
 def record_timing_table(key: str, header: list[str], rows: list[list[Any]], *, timed: list[dict[str, Any]],
                         load: dict) -> None:
     """Record a table of timings; *timed* lists what its rows timed, each ``{"kind", "subject", "threads",
@@ -111,6 +133,11 @@ def timed_in(fact: dict[str, Any]) -> list[dict[str, Any]]:
     return list(fact.get("about", {}).get("timed", []))
 
 
-def looks_like_timing(key: str) -> bool:
-    """Whether a fact's key says it is a timing (``…_ms``, ``…speedup``), so that it must carry its conditions."""
-    return bool(_TIMING_KEY.search(key))
+def looks_like_timing(key: str, fact: dict[str, Any] | None = None) -> bool:
+    """Whether a fact is a timing, so that it must carry its conditions: its key says so (``…_ms``,
+    ``…speedup``, ``…_tokens_per_s``), or it is a table with a column of timings (``"decode tokens/s"``) or with
+    a cell that is a duration (``"0.412 ms"`` under ``"Median time per call"``)."""
+    header = (fact or {}).get("header") or []
+    cells = [cell for row in (fact or {}).get("rows") or [] for cell in row]
+    return (bool(_TIMING_KEY.search(key)) or any(_TIMING_COLUMN.search(str(column)) for column in header)
+            or any(_DURATION_CELL.search(str(cell)) for cell in cells))

@@ -34,10 +34,10 @@ def _quotes(env: Any) -> dict[str, list[dict[str, Any]]]:
 def bare_timing(recipe: str, key: str, fact: dict[str, Any]) -> str | None:
     """The warning for a fact (a scalar or a table) whose key says it is a timing but that carries no conditions,
     else None."""
-    if not timings.timed_in(fact) and timings.looks_like_timing(key):
+    if not timings.timed_in(fact) and timings.looks_like_timing(key, fact):
         return (f"{recipe}/{key} is a timing recorded without its conditions; record it with xnnguide.core.timings "
-                "(record_latency, record_speedup, record_timing_table), which names the threads and batch and "
-                "flags a busy machine")
+                "(record_latency, record_speedup, record_throughput, record_timing_table), which names the threads "
+                "and batch and flags a busy machine")
     return None
 
 
