@@ -162,3 +162,4 @@ def test_a_page_names_the_releases_in_its_first_stamp_and_each_stamp_links_its_r
         links = [a["href"] for a in stamp.find_all("a")]
         assert any("gallery/performance/" in href for href in links), (stamp.get_text(), links)
         assert any(href.endswith("explanation/verified.html") for href in links), (stamp.get_text(), links)
+        assert any(href.endswith("contributing/execution_ledger.html") for href in links), (stamp.get_text(), links)

@@ -169,6 +169,8 @@ def recipe_times(self: SphinxDirective) -> list[nodes.Node]:
 
 #: The page that says what a stamp promises and what it does not; every stamp links to it.
 VERIFIED_PAGE = "/explanation/verified"
+#: The page that lists every code block and what the build did with it; every stamp links to it too.
+LEDGER_PAGE = "/contributing/execution_ledger"
 
 
 def _link(self: SphinxDirective, docname: str | None, text: str) -> addnodes.pending_xref | None:
@@ -186,7 +188,7 @@ def verified_stamp(self: SphinxDirective) -> list[nodes.Node]:
     The first stamp on a page names the releases and the machine; a later one whose run had the same names only
     its recipe, date and time and points to the first, so a page with five recipes says the rest once. The
     recipe's path links to its gallery page (a build step's, which has none, stays text), and every stamp links
-    to the page on what "verified" means."""
+    to the page on what "verified" means and to the execution ledger."""
     recipe = self.arguments[0].strip()
     record = _run_record(self, recipe)
     if record is None:
@@ -213,9 +215,10 @@ def verified_stamp(self: SphinxDirective) -> list[nodes.Node]:
     if first is None:
         self.env.temp_data["xnnguide_first_stamp"] = where
     said = "with the releases and on the machine of the first stamp on this page" if first == where else where
-    meaning = _link(self, VERIFIED_PAGE, "What verified means")
+    after = [link for link in (_link(self, VERIFIED_PAGE, "What verified means"),
+                               _link(self, LEDGER_PAGE, "Execution ledger")) if link is not None]
     paragraph = nodes.paragraph("", "", nodes.Text("Verified by running "), path, nodes.Text(when + said + "."),
-                                *([] if meaning is None else [nodes.Text(" "), meaning]))
+                                *[part for link in after for part in (nodes.Text(" "), link)])
     return [nodes.container("", paragraph, classes=["xnnguide-stamp"])]
 
 
