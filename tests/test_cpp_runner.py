@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import GALLERY, SNIPPETS, shown_facts, table_rows
+from conftest import DOCS, GALLERY, ROOT, SNIPPETS, shown_facts, table_rows
 from xnnguide.core import facts
 from xnnguide.core.records import records_dir
 
@@ -128,6 +129,25 @@ def test_a_missing_model_is_one_line_and_a_nonzero_exit(fresh_runner, tmp_path):
     assert result.stdout == ""
     assert len(result.stderr.splitlines()) == 1, result.stderr
     assert result.stderr.startswith("runner: error: cannot open ") and "missing.pte" in result.stderr
+
+
+def runner_flags_named_on(page: Path, usage: str) -> list[str]:
+    """``page:line: ...`` for each ``--flag`` the page names that the runner's *usage* line lacks."""
+    offered = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", usage))
+    return [f"{page.relative_to(ROOT)}:{number}: the page names {flag}, which the runner's usage does not list"
+            for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), start=1)
+            for flag in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", line) if flag not in offered]
+
+
+def test_every_flag_the_cpp_guide_names_is_one_the_runner_has(fresh_runner):
+    # A flag renamed in main.cpp, or misspelt on the page, fails here at the page's line.
+    result = subprocess.run([str(fresh_runner), "--help"], capture_output=True, text=True, check=True)
+    assert result.stdout.startswith("usage: runner "), result.stdout
+    page = DOCS / "guides" / "run_pte_from_cpp.md"
+    unknown = runner_flags_named_on(page, result.stdout)
+    assert not unknown, "\n".join(unknown)
+    renamed = runner_flags_named_on(page, result.stdout.replace("--copies", "--program-copies"))
+    assert renamed and all("names --copies," in line for line in renamed), renamed  # the check can fail
 
 
 def test_a_model_no_recipe_lowers_matches_eager(fresh_runner, mlp_pte):

@@ -135,6 +135,18 @@ def test_a_code_line_wider_than_88_columns_is_reported_and_prose_is_not(tmp_path
                         f"{wide[:60]}"]
 
 
+def test_a_wide_line_of_a_non_python_file_a_page_includes_is_reported_once(tmp_path):
+    # The C++ guide shows regions of main.cpp and offers the whole file as a download: its lines are read on a
+    # phone as a recipe's are.
+    wide = "  std::cerr << " + '"' + "y" * 90 + '";'
+    (tmp_path / "main.cpp").write_text("int main() {\n" + wide + "\n}\n", encoding="utf-8")
+    include = "```{literalinclude} main.cpp\n:language: c++\n```\n"
+    pages = [write(tmp_path, name, f"# {name}\n\n{include}") for name in ("a.md", "b.md")]
+    problems = check(pages)
+    assert problems == [f"{tmp_path / 'main.cpp'}:2: reader code: {len(wide)} columns, wider than 88: "
+                        f"{wide.strip()[:60]}"]
+
+
 def test_the_new_recipe_template_is_reader_code_without_problems(tmp_path):
     # `make new-recipe` copies the template with the recipe's name in place of the placeholder, so a
     # problem in it reaches every new recipe; the slow test in test_new_recipe.py finds it minutes later.

@@ -12,7 +12,8 @@ which also drops the region markers.
 as ``file:line: reader code: ...``, every pyflakes message on a recipe's
 reader copy (at the recipe's own line), every mention of ``xnnguide`` in
 it, every line of code in it wider than ``WIDTH`` columns (pages and
-phones would scroll it sideways; prose is wrapped by the page), every region
+phones would scroll it sideways; prose is wrapped by the page), every line
+wider than that of the other files pages include (the C++ runner's), every region
 that shows a line the reader copy leaves out, and every page that
 ``literalinclude``s a file of the ``xnnguide`` package or imports it (pages
 under ``contributing/`` excepted).
@@ -158,12 +159,29 @@ def page_problems(path: Path, shown: str) -> list[str]:
     return problems
 
 
+def included_files(path: Path) -> set[Path]:
+    """The files other than recipes that the page *path* ``literalinclude``s (the C++ runner's sources)."""
+    found = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        match = _INCLUDE.match(line)
+        if match and not match.group(1).endswith(".py"):
+            found.add((path.parent / match.group(1)).resolve())
+    return found
+
+
+def wide_lines(path: Path, shown: str) -> list[str]:
+    """``file:line: ...`` for each line of *path* wider than ``WIDTH``: a file a page shows and offers whole."""
+    return [f"{shown}:{number}: reader code: {len(line)} columns, wider than {WIDTH}: {line.strip()[:60]}"
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+            if len(line) > WIDTH]
+
+
 def check(paths: list[Path]) -> list[str]:
     """Problems in every recipe (``.py``) and page (``.md``, ``.rst``) under *paths*.
 
     Folders whose name starts with ``.`` and those in ``_NOT_FOR_READERS`` are skipped.
     """
-    problems = []
+    problems, shown_files = [], set()
     for top in paths:
         for path in sorted(top.rglob("*")) if top.is_dir() else [top]:
             if any(part.startswith(".") or part in _NOT_FOR_READERS for part in path.relative_to(top).parts[:-1]):
@@ -173,6 +191,9 @@ def check(paths: list[Path]) -> list[str]:
                 problems += recipe_problems(path, shown)
             elif path.suffix in (".md", ".rst"):
                 problems += page_problems(path, shown)
+                shown_files |= {file for file in included_files(path) if file.is_file()}
+    for file in sorted(shown_files):
+        problems += wide_lines(file, display(file))
     return problems
 
 

@@ -92,7 +92,8 @@ long positive(const std::string& flag, const char* text) {
 Options parse(int argc, char** argv) {
   const std::string usage =
       "usage: runner MODEL.pte [--input FILE.bin ...] [--iterations N] [--threads T] "
-      "[--copies K] [--weight-cache on|off] [--workspace-sharing 0|1|2] [--etdump FILE.etdp]";
+      "[--copies K] [--weight-cache on|off] [--workspace-sharing 0|1|2] "
+      "[--etdump FILE.etdp]";
   Options options;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -222,7 +223,8 @@ void print_xnnpack_options() {
     return;
   }
   std::cout << "xnnpack weight_cache_enabled: " << std::get<bool>(view[0].value)
-            << "\nxnnpack workspace_sharing_mode: " << std::get<int>(view[1].value) << "\n";
+            << "\nxnnpack workspace_sharing_mode: " << std::get<int>(view[1].value)
+            << "\n";
 }
 // [end cpp-backend-options]
 
@@ -236,7 +238,8 @@ void write_etdump(Module& module, const std::string& path) {
     fail("the event tracer recorded nothing");
   }
   std::ofstream file(path, std::ios::binary);
-  file.write(static_cast<const char*>(dump.buf), static_cast<std::streamsize>(dump.size));
+  file.write(static_cast<const char*>(dump.buf),
+             static_cast<std::streamsize>(dump.size));
   std::free(dump.buf);
   if (!file) {
     fail("cannot write " + path);
@@ -272,7 +275,8 @@ int main(int argc, char** argv) {
   if (!options.etdump.empty()) {
     tracer = std::make_unique<executorch::etdump::ETDumpGen>();
   }
-  auto module = std::make_unique<Module>(options.model, Module::LoadMode::File, std::move(tracer));
+  auto module = std::make_unique<Module>(options.model, Module::LoadMode::File,
+                                         std::move(tracer));
   if (module->load() != Error::Ok) {
     fail(options.model + " is not a program ExecuTorch can load");
   }
@@ -296,9 +300,10 @@ int main(int argc, char** argv) {
     if (modules.back()->load_method("forward") != Error::Ok) {
       fail("loading forward of copy " + std::to_string(copy) + " failed");
     }
-    std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
-    std::cout << "load " << copy << ": " << took.count() << " ms, resident " << resident_mib()
-              << " MiB\n";
+    std::chrono::duration<double, std::milli> took =
+        std::chrono::steady_clock::now() - start;
+    std::cout << "load " << copy << ": " << took.count() << " ms, resident "
+              << resident_mib() << " MiB\n";
   }
   // [end cpp-copies]
   // [end cpp-load]
@@ -316,18 +321,21 @@ int main(int argc, char** argv) {
     if (!info.ok()) {
       fail("input " + std::to_string(i) + " is not a tensor");
     }
-    std::vector<executorch::aten::SizesType> sizes(info->sizes().begin(), info->sizes().end());
+    std::vector<executorch::aten::SizesType> sizes(info->sizes().begin(),
+                                                   info->sizes().end());
     if (options.inputs.empty()) {
       tensors.push_back(executorch::extension::ones(sizes, info->scalar_type()));
     } else {
       std::vector<char> bytes = read_file(options.inputs[i]);
       if (bytes.size() != info->nbytes()) {
-        fail(options.inputs[i] + " holds " + std::to_string(bytes.size()) + " bytes, input " +
-             std::to_string(i) + " needs " + std::to_string(info->nbytes()));
+        fail(options.inputs[i] + " holds " + std::to_string(bytes.size()) +
+             " bytes, input " + std::to_string(i) + " needs " +
+             std::to_string(info->nbytes()));
       }
       std::vector<uint8_t> data(bytes.begin(), bytes.end());
       tensors.push_back(
-          executorch::extension::make_tensor_ptr(sizes, std::move(data), {}, {}, info->scalar_type()));
+          executorch::extension::make_tensor_ptr(sizes, std::move(data), {}, {},
+                                                 info->scalar_type()));
     }
     inputs.emplace_back(tensors.back());
   }
@@ -352,12 +360,14 @@ int main(int argc, char** argv) {
       if (!modules[i % modules.size()]->forward(inputs).ok()) {
         fail("forward failed in timed run " + std::to_string(i));
       }
-      std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
+      std::chrono::duration<double, std::milli> took =
+          std::chrono::steady_clock::now() - start;
       milliseconds.push_back(took.count());
     }
     std::sort(milliseconds.begin(), milliseconds.end());
     size_t n = milliseconds.size();
-    double median = n % 2 ? milliseconds[n / 2] : (milliseconds[n / 2 - 1] + milliseconds[n / 2]) / 2;
+    double median = n % 2 ? milliseconds[n / 2]
+                          : (milliseconds[n / 2 - 1] + milliseconds[n / 2]) / 2;
     std::cout.precision(4);
     std::cout << "median latency: " << median << " ms over " << n << " runs, "
               << executorch::extension::threadpool::get_threadpool()->get_thread_count()
