@@ -405,7 +405,8 @@ def test_gallery_index_shows_every_recipe_with_its_sentence_and_only_real_figure
 
 # ---------------------------------------------------------------- on a phone's width
 
-PHONE_PAGES = ["index.html", "guides/quantization.html", "reference/operators.html"]
+PHONE_PAGES = ["index.html", "guides/quantization.html", "reference/operators.html", "guides/run_pte_from_cpp.html",
+               "guides/llm.html"]
 
 # A table is clipped when a box around it hides what overflows (overflow hidden or clip) and the table runs
 # past that box's right edge: the reader can neither see nor scroll to those columns.
@@ -421,11 +422,12 @@ CLIPPED_TABLES = """() => [...document.querySelectorAll('article table')].flatMa
 })"""
 
 
+@pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("page_path", PHONE_PAGES)
-def test_at_400_px_the_page_does_not_scroll_sideways_and_no_table_is_clipped(tab, page_path):
+def test_at_400_px_the_page_does_not_scroll_sideways_and_no_table_is_clipped(tab, page_path, scheme):
     tab.page.set_viewport_size({"width": 400, "height": 800})
-    tab.goto(page_path)
-    screenshot(tab.page, f"400px__{slug(page_path)}")
+    open_in_scheme(tab, page_path, scheme)
+    screenshot(tab.page, f"400px__{slug(page_path)}" + ("__dark" if scheme == "dark" else ""))
     wide = tab.page.evaluate("document.documentElement.scrollWidth")
-    assert wide <= 400, f"{page_path}: at 400 px the page is {wide} px wide and scrolls sideways"
-    assert tab.page.evaluate(CLIPPED_TABLES) == [], f"{page_path}: tables cut off at 400 px"
+    assert wide <= 400, f"{page_path} ({scheme}): at 400 px the page is {wide} px wide and scrolls sideways"
+    assert tab.page.evaluate(CLIPPED_TABLES) == [], f"{page_path} ({scheme}): tables cut off at 400 px"

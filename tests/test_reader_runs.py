@@ -27,13 +27,17 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from xnnguide.core.regions import copied_blocks
+from xnnguide.core.regions import copied_blocks, read_regions
 
 pytestmark = pytest.mark.build
 
 #: Recipes whose downloads run here: the overview's and tutorial's recipe, a
 #: quantization recipe and a troubleshooting recipe.
 RUN_AS_READER = ["lower_mobilenet_v2_fp32", "quantize_mlp_int8_dynamic", "troubleshoot_runtime_inputs"]
+#: Pages that walk through one recipe, and that recipe: their Python blocks, pasted in page order, run here.
+#: The LLM guide walks through two recipes that train models for minutes; the static rule page-order checks
+#: it (a name used before the block that defines it), not a run.
+WALK_THROUGH_PAGES = {"tutorial/get_started.md": "lowering/lower_mobilenet_v2_fp32.py"}
 #: The recipe whose notebook runs through nbclient.
 NOTEBOOK = "troubleshoot_partial_delegation"
 TIMES = ROOT / "_build" / "reader-runs"
@@ -81,6 +85,55 @@ def test_download_runs_as_a_reader(built_site, tmp_path, stem):
     assert done.returncode == 0, f"{stem}.py failed for a reader:\n{done.stderr[-3000:]}"
     # Every recipe ends by running the .pte it made.
     assert sorted((tmp_path / "reader").glob("*.pte")), f"{stem}.py wrote no .pte for a reader"
+
+
+_INCLUDE = re.compile(r"^```\{literalinclude\}\s+(\S+)\n(.*?)^```", re.DOTALL | re.MULTILINE)
+_TYPED = re.compile(r"^```(?:python|\{code-cell\}\s*python)\n(.*?)^```", re.DOTALL | re.MULTILINE)
+
+
+def pasted_in_page_order(page: Path) -> tuple[str, set[Path]]:
+    """The Python code of *page*, block after block as a reader copies it (recipe regions and typed blocks),
+    and the recipe files its regions come from."""
+    text = page.read_text(encoding="utf-8")
+    pieces, sources = [], set()
+    blocks = [(m.start(), "include", m) for m in _INCLUDE.finditer(text)] + [
+        (m.start(), "typed", m) for m in _TYPED.finditer(text)]
+    for _, kind, match in sorted(blocks, key=lambda block: block[0]):
+        if kind == "typed":
+            pieces.append(match.group(1))
+            continue
+        source = (page.parent / match.group(1)).resolve()
+        start = re.search(r'^:start-after: "# \[start ([\w-]+)\]"', match.group(2), re.MULTILINE)
+        if source.suffix == ".py" and start:
+            pieces.append(read_regions(source)[start.group(1)].text)
+            sources.add(source)
+    return "\n\n".join(pieces) + "\n", sources
+
+
+@pytest.mark.parametrize("page", sorted(WALK_THROUGH_PAGES))
+def test_a_page_that_walks_through_a_recipe_runs_pasted_in_page_order(tmp_path, page):
+    code, sources = pasted_in_page_order(ROOT / "docs" / page)
+    assert sources == {ROOT / "snippets" / WALK_THROUGH_PAGES[page]}, sources
+    script = tmp_path / f"pasted_{Path(page).stem}.py"
+    script.write_text(code, encoding="utf-8")
+    done = run_as_reader(script, tmp_path)
+    assert done.returncode == 0, f"docs/{page}, pasted in page order, failed for a reader:\n{done.stderr[-3000:]}"
+    assert sorted((tmp_path / "reader").glob("*.pte")), f"docs/{page}, pasted in page order, wrote no .pte"
+
+
+def test_pasting_a_page_in_order_fails_when_a_block_comes_before_what_it_needs(tmp_path):
+    # The check can fail: the tutorial with its lowering block moved above the model block.
+    page = (ROOT / "docs" / "tutorial" / "get_started.md").read_text(encoding="utf-8")
+    model, lower = (re.search(rf'^```\{{literalinclude\}}[^\n]*\n:language: python\n:start-after: "# \[start {name}\]"'
+                              r"\n.*?^```\n", page, re.DOTALL | re.MULTILINE).group(0) for name in ("model", "lower"))
+    swapped = tmp_path / "docs" / "tutorial" / "get_started.md"  # its includes name ../../snippets
+    swapped.parent.mkdir(parents=True)
+    swapped.write_text(page.replace(model, "\x00").replace(lower, model).replace("\x00", lower), encoding="utf-8")
+    (tmp_path / "snippets").symlink_to(ROOT / "snippets")
+    code, _ = pasted_in_page_order(swapped)
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=reader_environment(),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode != 0 and "NameError" in done.stderr, done.stderr[-1000:]
 
 
 def statements(code: str) -> list[str]:
