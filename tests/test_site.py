@@ -163,3 +163,44 @@ def test_a_page_names_the_releases_in_its_first_stamp_and_each_stamp_links_its_r
         assert any("gallery/performance/" in href for href in links), (stamp.get_text(), links)
         assert any(href.endswith("explanation/verified.html") for href in links), (stamp.get_text(), links)
         assert any(href.endswith("contributing/execution_ledger.html") for href in links), (stamp.get_text(), links)
+
+
+# A MyST role or directive that reached the reader as text: a role inside backticks renders as the code
+# "{fact}`recipe/key`", a directive fence inside another block as "```{fact-table}". Contributor pages show
+# that syntax on purpose; sphinx-gallery pages come from reStructuredText, whose roles fail the build instead.
+_UNRENDERED_ROLE = re.compile(r"\{[a-z][a-z:-]*\}`|:(?:fact|doc|ref|download|quoted-error):`")
+_UNRENDERED_FENCE = re.compile(r"(?:```|:::)\s*\{[a-z][a-z-]*\}")
+
+
+def unrendered_markup(html: str) -> list[str]:
+    """Each role or directive that a built page shows as text, with the text around it."""
+    from bs4 import BeautifulSoup
+
+    page = BeautifulSoup(html, "html.parser")
+    found = [match.group(0) for block in page.find_all("pre") for match in _UNRENDERED_FENCE.finditer(block.text)]
+    for block in page.find_all("pre"):
+        block.decompose()
+    text = page.get_text()
+    found += [text[max(match.start() - 30, 0):match.end() + 30].strip()
+              for pattern in (_UNRENDERED_ROLE, _UNRENDERED_FENCE) for match in pattern.finditer(text)]
+    return found
+
+
+def test_unrendered_markup_is_found_where_a_page_shows_it_and_not_where_it_is_rendered():
+    # The C++ guide's defect of issue 32: a role inside backticks, shown as code in the middle of a sentence.
+    assert unrendered_markup("<p>The build used the system's <code>{fact}`run_pte_from_cpp/compiler`</code>.</p>")
+    assert unrendered_markup("<div><pre>```{fact-table} recipe/key\n```</pre></div>")
+    assert not unrendered_markup('<p>It took <code class="xnnguide-fact">9.0 ms</code> and <a href="x.html">a '
+                                 "page</a>; <code>dict{key}</code> stays code.</p><pre>x = {'a': 1}</pre>")
+
+
+@pytest.mark.build
+def test_no_reader_page_shows_a_role_or_directive_as_text(built_site):
+    found = {}
+    for page in sorted(built_site.rglob("*.html")):
+        relative = page.relative_to(built_site)
+        if relative.parts[0] in {"contributing", "_sources", "_static", "_downloads", "_modules"}:
+            continue
+        if shown := unrendered_markup(page.read_text(encoding="utf-8")):
+            found[str(relative)] = shown[:3]
+    assert not found, f"pages show MyST markup as text: {found}"

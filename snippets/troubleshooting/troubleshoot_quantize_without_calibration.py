@@ -257,3 +257,12 @@ axes.set_title(
 axes.legend(loc="upper left")
 figure.tight_layout()
 plt.show()
+
+# sphinx_gallery_start_ignore
+# The legend is clear of what it labels: no plotted point lies under it.
+figure.canvas.draw()
+legend_box = axes.get_legend().get_window_extent(figure.canvas.get_renderer())
+for points in axes.collections:
+    shown = points.get_offset_transform().transform(points.get_offsets())
+    assert not any(legend_box.contains(x, y) for x, y in shown), "a point under the legend"
+# sphinx_gallery_end_ignore
