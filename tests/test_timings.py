@@ -12,7 +12,7 @@ import types
 import pytest
 
 from xnnguide.core import facts, machine_load, timings
-from xnnguide.site.timing_sources import bare_timing, conflicts
+from xnnguide.site.timing_sources import bare_timing, conflicts, disagreements
 
 pytestmark = pytest.mark.static
 
@@ -158,3 +158,28 @@ def test_a_timing_table_says_what_its_rows_timed():
     assert timings.timed_in(facts._active["facts"]["latency"]) == timed
     with pytest.raises(ValueError, match="each timed entry needs"):
         timings.record_timing_table("latency", ["Program"], [["eager"]], timed=[{"subject": "M"}], load=QUIET)
+
+
+def said(recipe, display, quantity="MobileNet V2 fp32 .pte, size", where="docs/page.md:1"):
+    return {"recipe": recipe, "key": "size", "location": where, "quantity": quantity, "display": display}
+
+
+def test_one_quantity_shown_with_two_values_is_a_disagreement():
+    # Not a timing: the same model's .pte measured by two recipes must give one size wherever it is shown.
+    found = disagreements({"a": [said("lower", "13,994,144 bytes")],
+                           "b": [said("int8", "13,994,176 bytes", where="docs/q.md:184")]})
+    assert [(seen["recipe"], later["recipe"], later["location"]) for seen, later in found] == [
+        ("lower", "int8", "docs/q.md:184")]
+
+
+@pytest.mark.parametrize("other", [
+    said("int8", "13,994,144 bytes"),  # the same value from another recipe
+    said("int8", "3,742,880 bytes", quantity="MobileNet V2 int8 .pte, size"),  # another quantity
+])
+def test_the_same_value_or_another_quantity_is_no_disagreement(other):
+    assert disagreements({"a": [said("lower", "13,994,144 bytes")], "b": [other]}) == []
+
+
+def test_a_fact_can_name_the_quantity_it_measures():
+    facts.record("pte_size_bytes", 13994144, "13,994,144 bytes", quantity="MobileNet V2 fp32 .pte, size")
+    assert facts._active["facts"]["pte_size_bytes"]["about"] == {"quantity": "MobileNet V2 fp32 .pte, size"}

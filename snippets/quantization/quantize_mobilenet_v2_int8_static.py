@@ -283,5 +283,6 @@ quantization.record_results(
     error_vs_int8_eager,
     error_vs_fp32,
     digits=3,
+    fp32_quantity="MobileNet V2 fp32 .pte, size",  # the tutorial's recipe lowers the same model
 )
 # sphinx_gallery_end_ignore

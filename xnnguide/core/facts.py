@@ -55,17 +55,21 @@ def _write() -> None:
     os.replace(tmp, path)
 
 
-def record(key: str, value: Any, display: str | None = None) -> Any:
+def record(key: str, value: Any, display: str | None = None, *, quantity: str | None = None) -> Any:
     """Record a scalar figure under *key* and return *value* unchanged.
 
     *display* is the text a page shows; by default ``str(value)``. Use it to
-    fix the precision once, where the number is measured.
+    fix the precision once, where the number is measured. *quantity* names
+    what was measured (``"MobileNet V2 fp32 .pte, size"``) where another
+    recipe measures it too: the build then warns where pages show it with
+    two values.
     """
     if not key.replace("_", "").isalnum():
         raise ValueError(f"fact key {key!r} must be letters, digits and underscores")
     _active["facts"][key] = {
         "value": value,
         "display": str(value) if display is None else display,
+        **({"about": {"quantity": quantity}} if quantity else {}),
     }
     _write()
     return value

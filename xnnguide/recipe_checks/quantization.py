@@ -15,7 +15,8 @@ from xnnguide.core.schemes import MIN_SQNR_DB
 
 def record_results(scheme: str, fp32_pte: str | os.PathLike[str], quantized_pte: str | os.PathLike[str],
                    fp32_delegation: Any, quantized_delegation: Any, error_vs_quantized_eager: float,
-                   error_vs_fp32: float, *, digits: int = 4, eager: str = "int8") -> None:
+                   error_vs_fp32: float, *, digits: int = 4, eager: str = "int8",
+                   fp32_quantity: str | None = None) -> None:
     """Record the figures every quantization recipe reports, for the Quantization page.
 
     The two ``.pte`` files' sizes and their ratio; the quantized program's
@@ -25,13 +26,15 @@ def record_results(scheme: str, fp32_pte: str | os.PathLike[str], quantized_pte:
     with one row per program, its error column headed "vs *eager* eager";
     and ``schemes``, the scheme this recipe ran end to end. Figures only one
     recipe reports, it records itself with :func:`xnnguide.core.facts.record`.
+    *fp32_quantity* names the fp32 program's size where another recipe measures it too (see
+    :func:`xnnguide.core.facts.record`).
     """
     fp32_size, quantized_size = os.path.getsize(fp32_pte), os.path.getsize(quantized_pte)
     size_ratio = quantized_size / fp32_size
     facts.record("relative_error_vs_int8_eager", error_vs_quantized_eager,
                  f"{error_vs_quantized_eager:.{digits}f}")
     facts.record("relative_error_vs_fp32", error_vs_fp32, f"{error_vs_fp32:.{digits}f}")
-    facts.record("fp32_pte_size_bytes", fp32_size, f"{fp32_size:,} bytes")
+    facts.record("fp32_pte_size_bytes", fp32_size, f"{fp32_size:,} bytes", quantity=fp32_quantity)
     facts.record("int8_pte_size_bytes", quantized_size, f"{quantized_size:,} bytes")
     facts.record("size_ratio", size_ratio, f"{size_ratio:.2f}")
     facts.record("delegated_nodes", quantized_delegation.num_delegated_nodes)

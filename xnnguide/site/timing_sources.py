@@ -8,7 +8,9 @@ When a page quotes a fact (``{fact}`` or ``fact-table``), :func:`note` looks at 
   (:mod:`xnnguide.core.timings` records them with their conditions);
 * a timing recorded with its conditions is remembered with the page and line. After every page is read,
   :func:`_check_one_source` warns where two recipes' quoted timings name the same subject under the same
-  threads and batch: a reader would see two figures for one quantity, with nothing to tell them apart.
+  threads and batch: a reader would see two figures for one quantity, with nothing to tell them apart;
+* a fact that names the quantity it measured (``facts.record(..., quantity=...)``, a size, say, that two
+  recipes measure) is remembered too, and :func:`_check_one_source` warns where pages show it with two values.
 
 The quotes are kept in the build environment by page, so pages that are not read again still count.
 """
@@ -27,8 +29,15 @@ logger = logging.getLogger(__name__)
 _KEY = "xnnguide_timing_quotes"
 
 
+_QUANTITIES = "xnnguide_quantity_quotes"
+
+
 def _quotes(env: Any) -> dict[str, list[dict[str, Any]]]:
     return env.__dict__.setdefault(_KEY, {})
+
+
+def _quantities(env: Any) -> dict[str, list[dict[str, Any]]]:
+    return env.__dict__.setdefault(_QUANTITIES, {})
 
 
 def bare_timing(recipe: str, key: str, fact: dict[str, Any]) -> str | None:
@@ -49,14 +58,19 @@ def note(element: SphinxRole | SphinxDirective, recipe: str, key: str, fact: dic
     _quotes(element.env).setdefault(element.env.docname, []).extend(
         {"recipe": recipe, "key": key, "location": location, "kind": each["kind"], "subject": each["subject"],
          "threads": each["threads"], "batch": each["batch"]} for each in timings.timed_in(fact))
+    if quantity := fact.get("about", {}).get("quantity"):
+        _quantities(element.env).setdefault(element.env.docname, []).append(
+            {"recipe": recipe, "key": key, "location": location, "quantity": quantity, "display": fact["display"]})
 
 
 def _purge(app: Sphinx, env: Any, docname: str) -> None:
     _quotes(env).pop(docname, None)
+    _quantities(env).pop(docname, None)
 
 
 def _merge(app: Sphinx, env: Any, docnames: set[str], other: Any) -> None:
     _quotes(env).update({name: found for name, found in _quotes(other).items() if name in docnames})
+    _quantities(env).update({name: found for name, found in _quantities(other).items() if name in docnames})
 
 
 def conflicts(quotes: dict[str, list[dict[str, Any]]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -73,7 +87,24 @@ def conflicts(quotes: dict[str, list[dict[str, Any]]]) -> list[tuple[dict[str, A
     return found
 
 
+def disagreements(quantities: dict[str, list[dict[str, Any]]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Pairs of quotes, the first seen and a later one, that show one named quantity with two values."""
+    first: dict[str, dict[str, Any]] = {}
+    found = []
+    for docname in sorted(quantities):
+        for quote in quantities[docname]:
+            seen = first.setdefault(quote["quantity"], quote)
+            if seen["display"] != quote["display"]:
+                found.append((seen, quote))
+    return found
+
+
 def _check_one_source(app: Sphinx, env: Any) -> None:
+    for seen, later in disagreements(_quantities(env)):
+        logger.warning("%s is %s here (%s/%s) but %s at %s (%s/%s); measure it once and quote that, or name the "
+                       "difference in what was measured", later["quantity"], later["display"], later["recipe"],
+                       later["key"], seen["display"], seen["location"], seen["recipe"], seen["key"],
+                       location=later["location"], type="xnnguide", subtype="quantity")
     for seen, later in conflicts(_quotes(env)):
         logger.warning("%s of %s (%s) is quoted from two recipes: %s/%s here and %s/%s at %s; measure it in one "
                        "recipe and quote that, or time something that differs and say what", later["kind"],
