@@ -183,3 +183,21 @@ def test_the_same_value_or_another_quantity_is_no_disagreement(other):
 def test_a_fact_can_name_the_quantity_it_measures():
     facts.record("pte_size_bytes", 13994144, "13,994,144 bytes", quantity="MobileNet V2 fp32 .pte, size")
     assert facts._active["facts"]["pte_size_bytes"]["about"] == {"quantity": "MobileNet V2 fp32 .pte, size"}
+
+
+def test_the_build_warns_at_the_page_that_shows_a_named_quantity_with_another_value(monkeypatch):
+    # The wiring: the fact role notes each quoted fact; once every page is read, a second value warns there.
+    from types import SimpleNamespace
+
+    from xnnguide.site import timing_sources
+
+    env = SimpleNamespace(docname="")
+    warned = []
+    monkeypatch.setattr(timing_sources.logger, "warning", lambda *args, **kwargs: warned.append((args, kwargs)))
+    for docname, recipe, display in (("tutorial", "lower", "13,994,144 bytes"), ("guide", "int8", "13,994,176 bytes")):
+        env.docname = docname
+        role = SimpleNamespace(env=env, name="fact", get_location=lambda docname=docname: f"docs/{docname}.md:3")
+        fact = {"value": 0, "display": display, "about": {"quantity": "MobileNet V2 fp32 .pte, size"}}
+        timing_sources.note(role, recipe, "size", fact)
+    timing_sources._check_one_source(None, env)
+    assert [kwargs["location"] for _, kwargs in warned] == ["docs/tutorial.md:3"], warned
