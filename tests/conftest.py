@@ -98,6 +98,33 @@ def built_site() -> Path:
     return HTML
 
 
+# ---------------------------------------------------------------- a page as a reader copies it
+
+_INCLUDE = re.compile(r"^```\{literalinclude\}\s+(\S+)\n(.*?)^```", re.DOTALL | re.MULTILINE)
+_TYPED = re.compile(r"^```(?:python|\{code-cell\}\s*python)\n(.*?)^```", re.DOTALL | re.MULTILINE)
+
+
+def pasted_in_page_order(page: Path, recipe: Path | None = None) -> tuple[str, set[Path]]:
+    """The Python code of *page*, block after block as a reader copies it (recipe regions and typed blocks),
+    and the recipe files its regions come from; with *recipe*, only the regions of that recipe."""
+    from xnnguide.core.regions import read_regions
+
+    text = page.read_text(encoding="utf-8")
+    pieces, sources = [], set()
+    blocks = [(m.start(), "include", m) for m in _INCLUDE.finditer(text)] + [
+        (m.start(), "typed", m) for m in _TYPED.finditer(text)]
+    for _, kind, match in sorted(blocks, key=lambda block: block[0]):
+        if kind == "typed":
+            pieces += [] if recipe else [match.group(1)]
+            continue
+        source = (page.parent / match.group(1)).resolve()
+        start = re.search(r'^:start-after: "# \[start ([\w-]+)\]"', match.group(2), re.MULTILINE)
+        if source.suffix == ".py" and start and recipe in (None, source):
+            pieces.append(read_regions(source)[start.group(1)].text)
+            sources.add(source)
+    return "\n\n".join(pieces) + "\n", sources
+
+
 # ---------------------------------------------------------------- browser fixtures
 # pytest-playwright provides `browser`, `context` and `page`; these fixtures
 # make it drive Debian's Chromium (`make browser` installs it), never a browser

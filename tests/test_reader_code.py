@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, pasted_in_page_order
 
 from xnnguide.core.reader_code import ReaderCodeError, check, reader_lines, reader_source
+from xnnguide.core.regions import read_regions
 
 pytestmark = pytest.mark.static
 
@@ -154,3 +155,41 @@ def test_the_new_recipe_template_is_reader_code_without_problems(tmp_path):
 
     text = TEMPLATE.read_text(encoding="utf-8").replace(PLACEHOLDER, "lower_a_model_with_a_long_name_fp32")
     assert check([write(tmp_path, "from_template.py", text)]) == []
+
+
+#: Pages that walk a reader through recipes, block after block, and those recipes. The tutorial's is also run
+#: pasted (tests/test_reader_runs.py); these recipes train models for minutes, so their pages are read here.
+WALKED_THROUGH = {
+    "tutorial/get_started.md": ["lowering/lower_mobilenet_v2_fp32.py"],
+    "guides/llm.md": ["llm/export_a_llama_with_export_llm.py", "llm/export_char_llm_with_kv_cache.py"],
+    "guides/export_recipes.md": ["lowering/export_with_xnnpack_recipe_types.py",
+                                 "lowering/add_transform_passes_to_an_xnnpack_recipe.py"],
+}
+
+
+def undefined_names(code: str) -> list[str]:
+    """pyflakes' undefined names in *code*: what a reader who pasted it would meet as a NameError."""
+    import io
+
+    from pyflakes import api, reporter
+
+    out = io.StringIO()
+    api.check(code, "pasted", reporter.Reporter(out, out))
+    return [line for line in out.getvalue().splitlines() if "undefined name" in line]
+
+
+@pytest.mark.parametrize(("page", "recipe"), [(page, recipe) for page, recipes in WALKED_THROUGH.items()
+                                              for recipe in recipes])
+def test_a_page_that_walks_through_a_recipe_shows_all_it_needs_in_page_order(page, recipe):
+    # The page-order rule leaves a name no block defines alone (a page may quote one step); a walk-through may not.
+    code, sources = pasted_in_page_order(ROOT / "docs" / page, ROOT / "snippets" / recipe)
+    assert sources, f"docs/{page} shows no region of {recipe}"
+    assert not undefined_names(code), f"docs/{page}, pasted in page order: {undefined_names(code)}"
+
+
+def test_a_walk_through_that_leaves_out_a_set_up_block_is_found():
+    page = (ROOT / "docs" / "tutorial" / "get_started.md").read_text(encoding="utf-8")
+    code, _ = pasted_in_page_order(ROOT / "docs" / "tutorial" / "get_started.md")
+    model = read_regions(ROOT / "snippets" / "lowering" / "lower_mobilenet_v2_fp32.py")["model"].text
+    assert model in code and "[start model]" in page
+    assert any("'model'" in line for line in undefined_names(code.replace(model, "")))

@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
-from xnnguide.core.regions import copied_blocks, read_regions
+from conftest import ROOT, pasted_in_page_order
+from xnnguide.core.regions import copied_blocks
 
 pytestmark = pytest.mark.build
 
@@ -35,8 +35,8 @@ pytestmark = pytest.mark.build
 #: quantization recipe and a troubleshooting recipe.
 RUN_AS_READER = ["lower_mobilenet_v2_fp32", "quantize_mlp_int8_dynamic", "troubleshoot_runtime_inputs"]
 #: Pages that walk through one recipe, and that recipe: their Python blocks, pasted in page order, run here.
-#: The LLM guide walks through two recipes that train models for minutes; the static rule page-order checks
-#: it (a name used before the block that defines it), not a run.
+#: The pages that walk through recipes that train models for minutes (the LLM guide) are checked without a
+#: run: pasted in page order, no name is left undefined (tests/test_reader_code.py).
 WALK_THROUGH_PAGES = {"tutorial/get_started.md": "lowering/lower_mobilenet_v2_fp32.py"}
 #: The recipe whose notebook runs through nbclient.
 NOTEBOOK = "troubleshoot_partial_delegation"
@@ -85,29 +85,6 @@ def test_download_runs_as_a_reader(built_site, tmp_path, stem):
     assert done.returncode == 0, f"{stem}.py failed for a reader:\n{done.stderr[-3000:]}"
     # Every recipe ends by running the .pte it made.
     assert sorted((tmp_path / "reader").glob("*.pte")), f"{stem}.py wrote no .pte for a reader"
-
-
-_INCLUDE = re.compile(r"^```\{literalinclude\}\s+(\S+)\n(.*?)^```", re.DOTALL | re.MULTILINE)
-_TYPED = re.compile(r"^```(?:python|\{code-cell\}\s*python)\n(.*?)^```", re.DOTALL | re.MULTILINE)
-
-
-def pasted_in_page_order(page: Path) -> tuple[str, set[Path]]:
-    """The Python code of *page*, block after block as a reader copies it (recipe regions and typed blocks),
-    and the recipe files its regions come from."""
-    text = page.read_text(encoding="utf-8")
-    pieces, sources = [], set()
-    blocks = [(m.start(), "include", m) for m in _INCLUDE.finditer(text)] + [
-        (m.start(), "typed", m) for m in _TYPED.finditer(text)]
-    for _, kind, match in sorted(blocks, key=lambda block: block[0]):
-        if kind == "typed":
-            pieces.append(match.group(1))
-            continue
-        source = (page.parent / match.group(1)).resolve()
-        start = re.search(r'^:start-after: "# \[start ([\w-]+)\]"', match.group(2), re.MULTILINE)
-        if source.suffix == ".py" and start:
-            pieces.append(read_regions(source)[start.group(1)].text)
-            sources.add(source)
-    return "\n\n".join(pieces) + "\n", sources
 
 
 @pytest.mark.parametrize("page", sorted(WALK_THROUGH_PAGES))
