@@ -1,4 +1,4 @@
-"""What readers download runs for them: a fresh interpreter, an empty folder, no xnnguide.
+"""What readers download or paste runs for them: a fresh interpreter, an empty folder, no xnnguide.
 
 The tests take the files the build offers for download (``_build/html/_downloads``)
 and run them the way a reader who has only
@@ -8,8 +8,9 @@ an empty temporary folder, with this checkout off ``sys.path`` (no
 is covered by the static check ``python -m xnnguide.core.reader_code`` (pyflakes
 on the same reader copy), and by the build, which runs every recipe; that
 each download is that reader copy is checked in ``test_site_files.py``. The
-README's example is not run on its own: it is checked to be how one of the
-downloads that run here begins.
+tutorial runs as a reader pastes it, block after block in page order. The
+README's example is not run on its own: it is checked to be how the pasted
+tutorial begins.
 
 How long each run took is written to ``_build/reader-runs/<file>.seconds``
 (one file per run, so the tests may run in parallel).
@@ -31,9 +32,10 @@ from xnnguide.core.regions import copied_blocks
 
 pytestmark = pytest.mark.build
 
-#: Recipes whose downloads run here: the overview's and tutorial's recipe, a
-#: quantization recipe and a troubleshooting recipe.
-RUN_AS_READER = ["lower_mobilenet_v2_fp32", "quantize_mlp_int8_dynamic", "troubleshoot_runtime_inputs"]
+#: Recipes whose downloads run here: a quantization recipe and a troubleshooting recipe. The tutorial's
+#: recipe runs as its page shows it, pasted in page order (below); its download is what the static check
+#: reads, as for every other recipe.
+RUN_AS_READER = ["quantize_mlp_int8_dynamic", "troubleshoot_runtime_inputs"]
 #: Pages that walk through one recipe, and that recipe: their Python blocks, pasted in page order, run here.
 #: The pages that walk through recipes that train models for minutes (the LLM guide) are checked without a
 #: run: pasted in page order, no name is left undefined (tests/test_reader_code.py).
@@ -121,21 +123,22 @@ def statements(code: str) -> list[str]:
     return [ast.dump(node) for node in body]
 
 
-def test_readme_example_is_how_a_download_that_runs_as_a_reader_begins(built_site):
-    # The README's Python blocks, in order, are the first statements of a recipe's download that
-    # test_download_runs_as_a_reader runs in an empty folder without xnnguide, and which writes a .pte
-    # there: so the README's example runs for a reader too, without a run of its own.
+def test_readme_example_is_how_the_tutorial_pasted_in_page_order_begins():
+    # The README's Python blocks, in order, are the first statements of the tutorial pasted in page order,
+    # which test_a_page_that_walks_through_a_recipe_runs_pasted_in_page_order runs in an empty folder without
+    # xnnguide, and which writes a .pte there: so the README's example runs for a reader too.
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"^```python\n(.*?)^```", readme, re.DOTALL | re.MULTILINE)
     copied = copied_blocks(ROOT / "README.md", ROOT)
     assert blocks and [block.text for block in copied] == [block.rstrip("\n") for block in blocks], (
         "every Python block of README.md must be a <!-- snippet: ... --> copy of a recipe's regions")
-    stems = {block.source.stem for block in copied}
-    assert len(stems) == 1 and set(stems) <= set(RUN_AS_READER), (
-        f"README.md copies {sorted(stems)}; its example is run through one recipe of RUN_AS_READER")
+    sources = {block.source.resolve() for block in copied}
+    walked = {page: ROOT / "snippets" / recipe for page, recipe in WALK_THROUGH_PAGES.items()}
+    page = next((page for page, recipe in walked.items() if sources == {recipe}), None)
+    assert page, f"README.md copies {sorted(map(str, sources))}; its example runs through a page of WALK_THROUGH_PAGES"
     example = statements("\n".join(blocks))
-    downloaded = statements(download(built_site, f"{stems.pop()}.py").read_text(encoding="utf-8"))
-    assert downloaded[:len(example)] == example, "README.md's example is not how the recipe's download begins"
+    pasted = statements(pasted_in_page_order(ROOT / "docs" / page)[0])
+    assert pasted[:len(example)] == example, f"README.md's example is not how docs/{page} begins"
 
 
 def test_notebook_runs_as_a_reader(built_site, tmp_path, monkeypatch):

@@ -357,7 +357,7 @@ timings.record_timing_table(
     [f"./runner {fp32_pte}"],
     [[line] for line in fp32_lines[: header_index + 3]]
     + [[f"({len(fp32_lines) - header_index - 3} more lines)"],
-       [f"(the load time: one load, batch 1, the runtime's default threads; {load_note})"]],
+       [f"(the load time: one load, batch 1, threads as the runtime sized its pool; {load_note})"]],
     timed=[{"kind": "latency", "subject": "loading MobileNet V2 fp32 .pte in the C++ runner, one load",
             "threads": None, "batch": 1}],
     load=run_load,
