@@ -422,6 +422,15 @@ CLIPPED_TABLES = """() => [...document.querySelectorAll('article table')].flatMa
 })"""
 
 
+# Inline code (a command, a module path) that runs past the right edge of the screen: the page does not scroll
+# sideways (the theme's article box would, or would hide it), so its end is out of the reader's reach. Code
+# blocks and tables scroll in their own box (CLIPPED_TABLES checks those).
+CUT_OFF_CODE = """() => [...document.querySelectorAll('article code')]
+    .filter(code => !code.closest('pre, table'))
+    .filter(code => code.getBoundingClientRect().right > window.innerWidth + 1)
+    .map(code => code.innerText.slice(0, 60))"""
+
+
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("page_path", PHONE_PAGES)
 def test_at_400_px_the_page_does_not_scroll_sideways_and_no_table_is_clipped(tab, page_path, scheme):
@@ -431,3 +440,4 @@ def test_at_400_px_the_page_does_not_scroll_sideways_and_no_table_is_clipped(tab
     wide = tab.page.evaluate("document.documentElement.scrollWidth")
     assert wide <= 400, f"{page_path} ({scheme}): at 400 px the page is {wide} px wide and scrolls sideways"
     assert tab.page.evaluate(CLIPPED_TABLES) == [], f"{page_path} ({scheme}): tables cut off at 400 px"
+    assert tab.page.evaluate(CUT_OFF_CODE) == [], f"{page_path} ({scheme}): inline code cut off at 400 px"
