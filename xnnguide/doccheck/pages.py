@@ -110,6 +110,12 @@ class Document:
         block.marker, self.pending = self.pending, None
         self.blocks.append(block)
 
+    def prose_lines(self) -> list[tuple[int, str]]:
+        """``(line number, line)`` for each line outside the page's code blocks (fences and bodies)."""
+        code = {number for block in self.blocks
+                for number in range(block.line, block.text_line + len(block.text.splitlines()) + 1)}
+        return [(number, line) for number, line in enumerate(self.lines, start=1) if number not in code]
+
 
 def parse_marker(comment: str, line: int) -> Marker | None:
     """The marker a comment holds; ``None`` for an ordinary comment."""

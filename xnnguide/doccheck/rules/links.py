@@ -29,17 +29,10 @@ def check(context: Context) -> list[Finding]:
             for finding in broken_links(document)]
 
 
-def _code_lines(document: Document) -> set[int]:
-    return {number for block in document.blocks
-            for number in range(block.line, block.text_line + len(block.text.splitlines()) + 1)}
-
-
 def broken_links(document: Document) -> list[Finding]:
     """The relative links of *document* whose file does not exist, one finding each, at its line."""
-    code, findings = _code_lines(document), []
-    for number, line in enumerate(document.lines, start=1):
-        if number in code:
-            continue
+    findings = []
+    for number, line in document.prose_lines():
         spans = re.sub(r"`[^`]*`", "", line)  # a link written in a code span is text, not a link
         for target in [*_INLINE.findall(spans), *_DEFINITION.findall(spans)]:
             path = target.split("#", 1)[0]

@@ -26,11 +26,7 @@ def check(context: Context) -> list[Finding]:
     for document in context.documents:
         if document.path.suffix != ".md":
             continue
-        code = {number for block in document.blocks
-                for number in range(block.line, block.text_line + len(block.text.splitlines()) + 1)}
-        for number, line in enumerate(document.lines, start=1):
-            if number in code:
-                continue
+        for number, line in document.prose_lines():
             for match in _GLUED.finditer(line):
                 findings.append(Finding(display(document.path), number, NAME,
                                         f"the role {{{match.group(1)}}} is inside a code span, so the page shows "

@@ -29,10 +29,8 @@ def check(context: Context) -> list[Finding]:
     for document in context.documents:
         if document.path.suffix != ".md":
             continue
-        code = {number for block in document.blocks
-                for number in range(block.line, block.text_line + len(block.text.splitlines()) + 1)}
-        for number, line in enumerate(document.lines, start=1):
-            if number in code or line.lstrip().startswith(":"):  # a directive's option, not prose
+        for number, line in document.prose_lines():
+            if line.lstrip().startswith(":"):  # a directive's option, not prose
                 continue
             for match in _FIGURE.finditer(_QUOTED.sub("", line)):
                 findings.append(Finding(display(document.path), number, NAME,
