@@ -100,6 +100,16 @@ def built_site() -> Path:
 
 # ---------------------------------------------------------------- a page as a reader copies it
 
+#: Pages that walk a reader through recipes, block after block, and those recipes (under snippets/): pasted in
+#: page order they must leave no name undefined (tests/test_reader_code.py), and the quick ones run pasted
+#: (tests/test_reader_runs.py).
+WALKED_THROUGH = {
+    "tutorial/get_started.md": ["lowering/lower_mobilenet_v2_fp32.py"],
+    "guides/llm.md": ["llm/export_a_llama_with_export_llm.py", "llm/export_char_llm_with_kv_cache.py"],
+    "guides/export_recipes.md": ["lowering/export_with_xnnpack_recipe_types.py",
+                                 "lowering/add_transform_passes_to_an_xnnpack_recipe.py"],
+}
+
 _INCLUDE = re.compile(r"^```\{literalinclude\}\s+(\S+)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 _TYPED = re.compile(r"^```(?:python|\{code-cell\}\s*python)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, pasted_in_page_order
+from conftest import ROOT, WALKED_THROUGH, pasted_in_page_order
 
 from xnnguide.core.reader_code import ReaderCodeError, check, reader_lines, reader_source
 from xnnguide.core.regions import read_regions
@@ -155,16 +155,6 @@ def test_the_new_recipe_template_is_reader_code_without_problems(tmp_path):
 
     text = TEMPLATE.read_text(encoding="utf-8").replace(PLACEHOLDER, "lower_a_model_with_a_long_name_fp32")
     assert check([write(tmp_path, "from_template.py", text)]) == []
-
-
-#: Pages that walk a reader through recipes, block after block, and those recipes. The tutorial's is also run
-#: pasted (tests/test_reader_runs.py); these recipes train models for minutes, so their pages are read here.
-WALKED_THROUGH = {
-    "tutorial/get_started.md": ["lowering/lower_mobilenet_v2_fp32.py"],
-    "guides/llm.md": ["llm/export_a_llama_with_export_llm.py", "llm/export_char_llm_with_kv_cache.py"],
-    "guides/export_recipes.md": ["lowering/export_with_xnnpack_recipe_types.py",
-                                 "lowering/add_transform_passes_to_an_xnnpack_recipe.py"],
-}
 
 
 def undefined_names(code: str) -> list[str]:

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, pasted_in_page_order
+from conftest import ROOT, WALKED_THROUGH, pasted_in_page_order
 from xnnguide.core.regions import copied_blocks
 
 pytestmark = pytest.mark.build
@@ -36,10 +36,9 @@ pytestmark = pytest.mark.build
 #: recipe runs as its page shows it, pasted in page order (below); its download is what the static check
 #: reads, as for every other recipe.
 RUN_AS_READER = ["quantize_mlp_int8_dynamic", "troubleshoot_runtime_inputs"]
-#: Pages that walk through one recipe, and that recipe: their Python blocks, pasted in page order, run here.
-#: The pages that walk through recipes that train models for minutes (the LLM guide) are checked without a
-#: run: pasted in page order, no name is left undefined (tests/test_reader_code.py).
-WALK_THROUGH_PAGES = {"tutorial/get_started.md": "lowering/lower_mobilenet_v2_fp32.py"}
+#: Pages of WALKED_THROUGH whose Python blocks, pasted in page order, run here. The others walk through
+#: recipes that train models for minutes (the LLM guide) and are only read for undefined names.
+RUN_PASTED = ["tutorial/get_started.md"]
 #: The recipe whose notebook runs through nbclient.
 NOTEBOOK = "troubleshoot_partial_delegation"
 TIMES = ROOT / "_build" / "reader-runs"
@@ -89,10 +88,10 @@ def test_download_runs_as_a_reader(built_site, tmp_path, stem):
     assert sorted((tmp_path / "reader").glob("*.pte")), f"{stem}.py wrote no .pte for a reader"
 
 
-@pytest.mark.parametrize("page", sorted(WALK_THROUGH_PAGES))
+@pytest.mark.parametrize("page", RUN_PASTED)
 def test_a_page_that_walks_through_a_recipe_runs_pasted_in_page_order(tmp_path, page):
     code, sources = pasted_in_page_order(ROOT / "docs" / page)
-    assert sources == {ROOT / "snippets" / WALK_THROUGH_PAGES[page]}, sources
+    assert sources == {ROOT / "snippets" / recipe for recipe in WALKED_THROUGH[page]}, sources
     script = tmp_path / f"pasted_{Path(page).stem}.py"
     script.write_text(code, encoding="utf-8")
     done = run_as_reader(script, tmp_path)
@@ -133,9 +132,9 @@ def test_readme_example_is_how_the_tutorial_pasted_in_page_order_begins():
     assert blocks and [block.text for block in copied] == [block.rstrip("\n") for block in blocks], (
         "every Python block of README.md must be a <!-- snippet: ... --> copy of a recipe's regions")
     sources = {block.source.resolve() for block in copied}
-    walked = {page: ROOT / "snippets" / recipe for page, recipe in WALK_THROUGH_PAGES.items()}
-    page = next((page for page, recipe in walked.items() if sources == {recipe}), None)
-    assert page, f"README.md copies {sorted(map(str, sources))}; its example runs through a page of WALK_THROUGH_PAGES"
+    page = next((page for page in RUN_PASTED
+                 if sources == {ROOT / "snippets" / recipe for recipe in WALKED_THROUGH[page]}), None)
+    assert page, f"README.md copies {sorted(map(str, sources))}; its example runs through a page of RUN_PASTED"
     example = statements("\n".join(blocks))
     pasted = statements(pasted_in_page_order(ROOT / "docs" / page)[0])
     assert pasted[:len(example)] == example, f"README.md's example is not how docs/{page} begins"

@@ -664,7 +664,7 @@ facts.record("runs", RUNS)
 hold = held.record()
 facts.record("timing_hold", hold)
 # The runner's pool is the runtime's (one libexecutorch_threadpool): the threads it decoded with.
-conditions = f"batch 1, {timing_threads} thread{'s' if timing_threads > 1 else ''}"
+conditions = timings.conditions(timing_threads, 1)
 timings.record_timing_table(
     "speeds",
     ["program", ".pte size", f"time to first token, mean ({conditions})",

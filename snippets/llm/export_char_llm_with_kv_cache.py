@@ -612,7 +612,7 @@ for name, (eager_ppl, pte_ppl, prefill_speed, decode_speed, size) in results.ite
             timings.throughput_cell(decode_speed, hold["load"]),
         ]
     )
-conditions = f"batch 1, {timing_threads} thread{'s' if timing_threads > 1 else ''}"
+conditions = timings.conditions(timing_threads, 1)
 timings.record_timing_table(
     "results",
     [
