@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DOCS, GALLERY, ROOT, SNIPPETS, shown_facts, table_rows
+from conftest import DOCS, GALLERY, ROOT, SNIPPETS, shown_facts, soup, table_rows
 from xnnguide.core import facts
 from xnnguide.core.records import records_dir
 
@@ -60,8 +60,11 @@ def test_the_page_shows_this_builds_runner_output(built_site):
             for row in recorded(recipe)[key]["rows"]:
                 assert row in rows, f"the page lacks the {recipe} {key} row {row}"
     shown = shown_facts(page)
+    # The configure and build commands, as the console block the page opens with, exactly as recorded.
+    consoles = [block.get_text().rstrip("\n") for block in soup(page).select("div.xnnguide-fact")]
+    assert record["build_commands_console"]["display"] in consoles, consoles
     quoted = {RECIPE: ("fp32_command", "int8_command", "fp32_first_value", "fp32_eager_first_value",
-                       "configure_command", "build_command", "cold_build_seconds", "missing_file_error",
+                       "cold_build_seconds", "missing_file_error",
                        "missing_backend_message", "int8_sqnr"),
               "time_pte_from_cpp": ("cpp_ms", "cpp_speedup"),
               "set_xnnpack_backend_options_from_cpp": ("default_options", "weights_saved_mib", "workspace_saved_mib"),

@@ -179,8 +179,15 @@ def shell(command):
     return shlex.join(words).replace("'", "")
 
 
-facts.record("configure_command", shell(configure))
-facts.record("build_command", shell(build))
+def console(command):
+    """*command* as typed at a prompt, one -D flag a line, so that it reads on a phone."""
+    first, *flags = shell(command).split(" -D")
+    typed = " \\\n    -D".join([f"$ {first}", *flags])
+    assert typed.replace(" \\\n    ", " ") == f"$ {shell(command)}", typed
+    return typed
+
+
+facts.record("build_commands_console", "\n".join(map(console, (configure, build))))
 facts.record("cold_configure_seconds", configure_seconds, f"{configure_seconds:.1f} s")
 facts.record("cold_build_seconds", build_seconds, f"{build_seconds:.1f} s")
 facts.record("compiled_files", compiled)
