@@ -19,7 +19,7 @@ DOCCHECK_PATHS := README.md docs snippets
 # The checkout's xnnguide (the site's extension, checks and tools) is found
 # through PYTHONPATH, in recipe worker processes too. It is deliberately not
 # installed into $(VENV): a reader's environment has no xnnguide, and the
-# tests that run downloads as a reader (tests/test_reader_runs.py) rely on
+# tests that run code as a reader (tests/test_reader_runs.py, tests/test_walk_throughs.py) rely on
 # dropping PYTHONPATH to get exactly that.
 export PYTHONPATH := $(CURDIR)
 # The environment is keyed by the content of the files that define it, not by

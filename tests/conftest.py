@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import os
 import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -101,8 +105,7 @@ def built_site() -> Path:
 # ---------------------------------------------------------------- a page as a reader copies it
 
 #: Pages that walk a reader through recipes, block after block, and those recipes (under snippets/): pasted in
-#: page order they must leave no name undefined (tests/test_reader_code.py), and the quick ones run pasted
-#: (tests/test_reader_runs.py).
+#: page order they must leave no name undefined (tests/test_reader_code.py), and run (tests/test_walk_throughs.py).
 WALKED_THROUGH = {
     "tutorial/get_started.md": ["lowering/lower_mobilenet_v2_fp32.py"],
     "guides/llm.md": ["llm/export_a_llama_with_export_llm.py", "llm/export_char_llm_with_kv_cache.py"],
@@ -133,6 +136,36 @@ def pasted_in_page_order(page: Path, recipe: Path | None = None) -> tuple[str, s
             pieces.append(read_regions(source)[start.group(1)].text)
             sources.add(source)
     return "\n\n".join(pieces) + "\n", sources
+
+
+# ---------------------------------------------------------------- a reader's run
+# A reader has only the public packages: a new interpreter in an empty folder, this checkout off sys.path
+# (no PYTHONPATH), so xnnguide cannot be imported (tests/test_reader_runs.py proves it cannot).
+
+#: How long each reader run took, one file per run (the runs may go in parallel).
+READER_RUN_TIMES = ROOT / "_build" / "reader-runs"
+
+
+def reader_environment() -> dict[str, str]:
+    """This process's environment without the checkout on the module path."""
+    return {name: value for name, value in os.environ.items() if name not in ("PYTHONPATH", "PYTHONSTARTUP")}
+
+
+def record_time(name: str, seconds: float) -> None:
+    READER_RUN_TIMES.mkdir(parents=True, exist_ok=True)
+    (READER_RUN_TIMES / f"{name}.seconds").write_text(f"{seconds:.1f}\n", encoding="utf-8")
+
+
+def run_as_reader(script: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    folder = tmp_path / "reader"
+    folder.mkdir()
+    copy = folder / script.name
+    copy.write_bytes(script.read_bytes())
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, copy.name], cwd=folder, env=reader_environment(),
+                          capture_output=True, text=True, timeout=600)
+    record_time(script.name, time.perf_counter() - started)
+    return done
 
 
 # ---------------------------------------------------------------- browser fixtures

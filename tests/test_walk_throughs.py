@@ -1,0 +1,80 @@
+"""Every page that walks a reader through a recipe runs as the reader pastes it.
+
+For each page of ``WALKED_THROUGH`` (``conftest.py``) and each recipe it walks through, that recipe's blocks,
+joined in page order, run as one script the way a reader with only the public packages runs them (a fresh
+interpreter in an empty folder, without ``xnnguide``: ``conftest.run_as_reader``), and must write a ``.pte``.
+The README's example is checked to be how the pasted tutorial begins, so that run covers it too.
+``tests/test_reader_code.py`` reads the same walk-throughs for undefined names before anything runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, WALKED_THROUGH, pasted_in_page_order, reader_environment, run_as_reader
+
+from xnnguide.core.regions import copied_blocks
+
+pytestmark = pytest.mark.build
+
+#: Every walk-through of WALKED_THROUGH: a page and one recipe it walks through, whose blocks, pasted in page order,
+#: run here as one script (a page that walks through two recipes, like the LLM guide, is two walk-throughs).
+WALK_THROUGHS = [(page, recipe) for page, recipes in WALKED_THROUGH.items() for recipe in recipes]
+
+@pytest.mark.parametrize(("page", "recipe"), WALK_THROUGHS)
+def test_a_page_that_walks_through_a_recipe_runs_pasted_in_page_order(tmp_path, page, recipe):
+    code, sources = pasted_in_page_order(ROOT / "docs" / page, ROOT / "snippets" / recipe)
+    assert sources == {ROOT / "snippets" / recipe}, f"docs/{page} shows no region of {recipe}"
+    script = tmp_path / f"pasted_{Path(page).stem}_{Path(recipe).stem}.py"
+    script.write_text(code, encoding="utf-8")
+    done = run_as_reader(script, tmp_path)
+    shown = f"docs/{page}'s blocks of {recipe}, pasted in page order,"
+    assert done.returncode == 0, f"{shown} failed for a reader:\n{done.stderr[-3000:]}"
+    assert sorted((tmp_path / "reader").rglob("*.pte")), f"{shown} wrote no .pte"
+
+
+def test_pasting_a_page_in_order_fails_when_a_block_comes_before_what_it_needs(tmp_path):
+    # The check can fail: the tutorial with its lowering block moved above the model block.
+    page = (ROOT / "docs" / "tutorial" / "get_started.md").read_text(encoding="utf-8")
+    model, lower = (re.search(rf'^```\{{literalinclude\}}[^\n]*\n:language: python\n:start-after: "# \[start {name}\]"'
+                              r"\n.*?^```\n", page, re.DOTALL | re.MULTILINE).group(0) for name in ("model", "lower"))
+    swapped = tmp_path / "docs" / "tutorial" / "get_started.md"  # its includes name ../../snippets
+    swapped.parent.mkdir(parents=True)
+    swapped.write_text(page.replace(model, "\x00").replace(lower, model).replace("\x00", lower), encoding="utf-8")
+    (tmp_path / "snippets").symlink_to(ROOT / "snippets")
+    code, _ = pasted_in_page_order(swapped)
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=reader_environment(),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode != 0 and "NameError" in done.stderr, done.stderr[-1000:]
+
+
+def statements(code: str) -> list[str]:
+    """The top-level statements of *code*, as ASTs (comments and layout do not count), less a docstring."""
+    body = ast.parse(code).body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    return [ast.dump(node) for node in body]
+
+
+def test_readme_example_is_how_the_tutorial_pasted_in_page_order_begins():
+    # The README's Python blocks, in order, are the first statements of the tutorial pasted in page order,
+    # which test_a_page_that_walks_through_a_recipe_runs_pasted_in_page_order runs in an empty folder without
+    # xnnguide, and which writes a .pte there: so the README's example runs for a reader too.
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```python\n(.*?)^```", readme, re.DOTALL | re.MULTILINE)
+    copied = copied_blocks(ROOT / "README.md", ROOT)
+    assert blocks and [block.text for block in copied] == [block.rstrip("\n") for block in blocks], (
+        "every Python block of README.md must be a <!-- snippet: ... --> copy of a recipe's regions")
+    sources = {block.source.resolve() for block in copied}
+    assert len(sources) == 1, f"README.md copies {sorted(map(str, sources))}: its example is one walk-through"
+    source = sources.pop()
+    page = next((page for page, recipe in WALK_THROUGHS if ROOT / "snippets" / recipe == source), None)
+    assert page, f"README.md copies {source}, which no page of WALKED_THROUGH walks through"
+    example = statements("\n".join(blocks))
+    pasted = statements(pasted_in_page_order(ROOT / "docs" / page, source)[0])
+    assert pasted[:len(example)] == example, f"README.md's example is not how docs/{page} begins"
