@@ -128,7 +128,8 @@ test: venv browser aarch64 ## everything CI checks: set-up (venv, browser, aarch
 	  $(BIN)/python -m xnnguide.core.reader_code $(DOCCHECK_PATHS) || rc=1; exit $$rc; } 2>&1 | tee $(CI_LOGS)/drift.log || rc=1; \
 	lap drift $$rc; \
 	echo ">> test suite (browser tests save screenshots in $(BUILDDIR)/screenshots/)"; \
-	rc=0; $(BIN)/python -m pytest -n $(PYTEST_JOBS) --dist loadfile --durations=$(DURATIONS) $(PYTEST_ARGS) 2>&1 \
+	rc=0; $(BIN)/python -m pytest -n $(PYTEST_JOBS) --dist loadfile --no-loadscope-reorder --durations=$(DURATIONS) \
+	  $(PYTEST_ARGS) 2>&1 \
 	  | tee $(CI_LOGS)/tests.log || rc=$$?; \
 	lap tests $$rc; \
 	echo ">> link check"; \
