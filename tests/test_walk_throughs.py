@@ -26,6 +26,7 @@ pytestmark = pytest.mark.build
 #: run here as one script (a page that walks through two recipes, like the LLM guide, is two walk-throughs).
 WALK_THROUGHS = [(page, recipe) for page, recipes in WALKED_THROUGH.items() for recipe in recipes]
 
+
 @pytest.mark.parametrize(("page", "recipe"), WALK_THROUGHS)
 def test_a_page_that_walks_through_a_recipe_runs_pasted_in_page_order(tmp_path, page, recipe):
     code, sources = pasted_in_page_order(ROOT / "docs" / page, ROOT / "snippets" / recipe)
