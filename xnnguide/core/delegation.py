@@ -2,10 +2,20 @@
 
 ``get_delegation_info`` (from ``executorch.devtools.backend_debug``) counts
 nodes, and its "non-delegated" count includes the ``getitem`` nodes that
-unpack each delegate's outputs. The recipes want two plainer figures: how
-many times the program calls into XNNPACK, and which real operators run
-outside it, on ExecuTorch's portable kernels. This module computes them
-from the top-level graph of a lowered program.
+unpack each delegate's outputs: a MobileNet V2 that XNNPACK takes whole has
+one "non-delegated node", which computes nothing. The recipes want two
+plainer figures: how many times the program calls into XNNPACK, and which
+real operators run outside it, on ExecuTorch's portable kernels.
+
+The site counts nodes outside a delegate one way everywhere: the **nodes that
+compute outside XNNPACK** (:data:`COMPUTING_OUTSIDE`), every operator call of
+the top-level graph except the delegate calls and the ``getitem`` nodes that
+unpack their results. :func:`nodes_computing_outside` counts them in a
+lowered graph, :func:`computing_outside_of` in what ``get_delegation_info``
+returned (for a recipe whose reader-facing code already calls it); both give
+the same number, and :func:`record_computing_outside` records it as a named
+quantity, so that two pages cannot show two counts of it without the build
+saying so.
 """
 
 from __future__ import annotations
@@ -58,6 +68,37 @@ def ops_outside_delegates(graph_module: torch.fx.GraphModule) -> dict[str, int]:
     return Counter(op_name(node) for node in graph_module.graph.nodes if node.op == "call_function"
                    and node.target is not operator.getitem
                    and getattr(node.target, "__name__", "") != "executorch_call_delegate")
+
+
+def nodes_computing_outside(graph_module: torch.fx.GraphModule) -> int:
+    """How many nodes of the lowered graph compute outside every delegate (see :data:`COMPUTING_OUTSIDE`)."""
+    return sum(ops_outside_delegates(graph_module).values())
+
+
+#: The name of the count, as facts and pages say it: the same words on every page.
+COMPUTING_OUTSIDE = "nodes computing outside XNNPACK"
+#: What ``get_delegation_info`` calls the nodes that unpack a delegate's results (its op types are node names
+#: less their ``_<n>`` suffix); they are plumbing, not work left undone.
+_PLUMBING = frozenset({"getitem", "executorch_call_delegate"})
+
+
+def computing_outside_of(info) -> int:
+    """:func:`nodes_computing_outside`, from what ``get_delegation_info`` returned for the same graph: its
+    non-delegated nodes less the ``getitem`` nodes that unpack the delegates' outputs."""
+    return sum(breakdown.non_delegated for op_type, breakdown in info.delegation_by_operator.items()
+               if op_type not in _PLUMBING)
+
+
+def record_computing_outside(key: str, info_or_graph, *, model: str) -> int:
+    """Record, under *key*, the nodes of *model*'s lowered program that compute outside XNNPACK, as the
+    quantity ``"<model>, nodes computing outside XNNPACK"``: every page that shows the count of the same
+    model then shows one value, or the build warns. *info_or_graph* is what ``get_delegation_info`` returned
+    or the lowered graph module itself. Returns the count."""
+    from xnnguide.core import facts
+
+    count = (nodes_computing_outside(info_or_graph) if isinstance(info_or_graph, torch.fx.GraphModule)
+             else computing_outside_of(info_or_graph))
+    return facts.record(key, count, quantity=f"{model}, {COMPUTING_OUTSIDE}")
 
 
 def ops_inside_delegates(graph_module: torch.fx.GraphModule) -> dict[str, int]:
