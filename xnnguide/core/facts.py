@@ -88,6 +88,32 @@ def record_table(key: str, header: list[str], rows: list[list[Any]], about: dict
     _write()
 
 
+def name_cells(key: str, cells: dict[str, tuple[int, int | str]]) -> None:
+    """Name the quantity some cells of the table recorded under *key* show: ``{quantity: (row, column)}``, the
+    row by its index among the rows, the column by its index or its header. A table is often where a figure
+    that another table or page shows too appears (a median latency in two tables of one page); named, the
+    build warns where the two show different values, as it does for a scalar recorded with *quantity*."""
+    table = _active["facts"].get(key)
+    if table is None or "header" not in table:
+        raise ValueError(f"name_cells: no table {key!r} was recorded; record it first")
+    named = []
+    for quantity, (row, column) in cells.items():
+        index = table["header"].index(column) if isinstance(column, str) and column in table["header"] else column
+        if not isinstance(index, int) or not (0 <= row < len(table["rows"]) and 0 <= index < len(table["header"])):
+            raise ValueError(f"name_cells: table {key!r} has no cell ({row}, {column!r}) for {quantity!r}")
+        named.append({"row": row, "column": index, "quantity": quantity})
+    table.setdefault("about", {})["cells"] = named
+    _write()
+
+
+def named_quantities(fact: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(quantity, display)`` for what a recorded fact names: the scalar itself (``record(..., quantity=)``)
+    or the cells of a table (:func:`name_cells`)."""
+    about = fact.get("about", {})
+    found = [(about["quantity"], fact["display"])] if about.get("quantity") and "display" in fact else []
+    return found + [(cell["quantity"], fact["rows"][cell["row"]][cell["column"]]) for cell in about.get("cells", [])]
+
+
 def load(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read the facts a recipe recorded; ``{}`` when it recorded none."""
     try:

@@ -10,7 +10,9 @@ When a page quotes a fact (``{fact}`` or ``fact-table``), :func:`note` looks at 
   :func:`_check_one_source` warns where two recipes' quoted timings name the same subject under the same
   threads and batch: a reader would see two figures for one quantity, with nothing to tell them apart;
 * a fact that names the quantity it measured (``facts.record(..., quantity=...)``, a size, say, that two
-  recipes measure) is remembered too, and :func:`_check_one_source` warns where pages show it with two values.
+  recipes measure), or a table whose cells name theirs (``facts.name_cells``), is remembered too, and
+  :func:`_check_one_source` warns where pages, or two tables of one page, show it with two values (a note in
+  brackets after the value, such as a busy machine's, is not the value).
 
 The quotes are kept in the build environment by page, so pages that are not read again still count.
 """
@@ -23,7 +25,7 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
-from xnnguide.core import timings
+from xnnguide.core import facts, timings
 
 logger = logging.getLogger(__name__)
 _KEY = "xnnguide_timing_quotes"
@@ -58,9 +60,9 @@ def note(element: SphinxRole | SphinxDirective, recipe: str, key: str, fact: dic
     _quotes(element.env).setdefault(element.env.docname, []).extend(
         {"recipe": recipe, "key": key, "location": location, "kind": each["kind"], "subject": each["subject"],
          "threads": each["threads"], "batch": each["batch"]} for each in timings.timed_in(fact))
-    if quantity := fact.get("about", {}).get("quantity"):
-        _quantities(element.env).setdefault(element.env.docname, []).append(
-            {"recipe": recipe, "key": key, "location": location, "quantity": quantity, "display": fact["display"]})
+    _quantities(element.env).setdefault(element.env.docname, []).extend(
+        {"recipe": recipe, "key": key, "location": location, "quantity": quantity, "display": display}
+        for quantity, display in facts.named_quantities(fact))
 
 
 def _purge(app: Sphinx, env: Any, docname: str) -> None:
@@ -87,6 +89,12 @@ def conflicts(quotes: dict[str, list[dict[str, Any]]]) -> list[tuple[dict[str, A
     return found
 
 
+def shown_value(display: str) -> str:
+    """The value a display text shows, without a note in brackets after it: ``"0.81 ms"`` for
+    ``"0.81 ms (timed on a busy machine...)"``."""
+    return display.split(" (", 1)[0].strip()
+
+
 def disagreements(quantities: dict[str, list[dict[str, Any]]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """Pairs of quotes, the first seen and a later one, that show one named quantity with two values."""
     first: dict[str, dict[str, Any]] = {}
@@ -94,7 +102,7 @@ def disagreements(quantities: dict[str, list[dict[str, Any]]]) -> list[tuple[dic
     for docname in sorted(quantities):
         for quote in quantities[docname]:
             seen = first.setdefault(quote["quantity"], quote)
-            if seen["display"] != quote["display"]:
+            if shown_value(seen["display"]) != shown_value(quote["display"]):
                 found.append((seen, quote))
     return found
 
