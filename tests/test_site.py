@@ -41,9 +41,10 @@ def test_overview_tutorial_and_every_gallery_page_carry_a_stamp(built_site):
     ]
     for page in pages:
         text = page_text(page)
-        match = re.search(r"Verified by running snippets/[\w/]+\.py on (\d{4}-\d\d-\d\d).*?with torch ([\d.]+), "
-                          r"executorch ([\d.]+), torchao ([\d.]+), torchvision ([\d.]+)", text)
+        match = re.search(r"Verified by running (the recipe .+?|this recipe) on (\d{4}-\d\d-\d\d) with torch "
+                          r"([\d.]+), executorch ([\d.]+), torchao ([\d.]+), torchvision ([\d.]+)", text)
         assert match, f"{page.name} has no verified stamp"
+        assert "snippets/" not in match.group(0), f"{page.name}: the stamp names a file of the site's source"
 
 
 @pytest.mark.build
@@ -152,17 +153,22 @@ def test_the_sites_own_api_is_documented_for_contributors_only(built_site):
 
 
 @pytest.mark.build
-def test_a_page_names_the_releases_in_its_first_stamp_and_each_stamp_links_its_recipe(built_site):
+def test_a_page_has_one_full_stamp_and_later_ones_are_a_small_link_to_their_recipe(built_site):
     page = soup(built_site / "guides" / "run_pte_from_cpp.html")
     stamps = page.select(".xnnguide-stamp")
     assert len(stamps) >= 3, "the C++ guide quotes several recipes"
     full = [stamp for stamp in stamps if "executorch 1.5.1" in stamp.get_text()]
     assert full == stamps[:1], "the releases and machine are named once, in the first stamp"
-    for stamp in stamps:
+    links = [a["href"] for a in full[0].find_all("a")]
+    assert any("gallery/performance/" in href for href in links), (full[0].get_text(), links)
+    # The two links about stamps are two links, set apart from each other and from the sentence.
+    about = full[0].select(".xnnguide-stamp-links a")
+    assert [a["href"].rsplit("/", 1)[-1] for a in about] == ["verified.html", "execution_ledger.html"], about
+    assert " · " in full[0].select_one(".xnnguide-stamp-links").get_text(), full[0]
+    for stamp in stamps[1:]:
+        assert "xnnguide-stamp-small" in stamp["class"], stamp
         links = [a["href"] for a in stamp.find_all("a")]
-        assert any("gallery/performance/" in href for href in links), (stamp.get_text(), links)
-        assert any(href.endswith("explanation/verified.html") for href in links), (stamp.get_text(), links)
-        assert any(href.endswith("contributing/execution_ledger.html") for href in links), (stamp.get_text(), links)
+        assert len(links) == 1 and "gallery/performance/" in links[0], (stamp.get_text(), links)
 
 
 # A MyST role or directive that reached the reader as text: a role inside backticks renders as the code

@@ -3,8 +3,9 @@
 * ``{fact}`recipe/key``` and ``fact-block``: a scalar a recipe recorded (:mod:`xnnguide.core.facts`);
 * ``fact-table``: a table a recipe recorded; ``generated-table``: a table computed while the page is read;
 * ``{quoted-error}`message```: a message quoted on a page, which some recipe must have recorded;
-* ``verified-stamp``: which releases, machine and date verified a recipe, from its run record
-  (:mod:`.gallery_pages` puts one on every recipe's page); ``recipe-times``: every recipe's last run.
+* ``verified-stamp``: which releases, machine and date verified a recipe, from its run record, in full once a
+  page and as a small link to the recipe's page after that (:mod:`.gallery_pages` puts one on every recipe's
+  page); ``recipe-times``: every recipe's last run.
 
 Each one warns at its line when what it shows was not recorded, and makes the page depend on the files it
 read, so the page is read again when a recipe records anew. A fact or quote that ends its own sentence must
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from docutils.utils import get_source_line
 from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.util import logging
+from sphinx.transforms import SphinxTransform
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
 from xnnguide.core import facts
@@ -116,8 +119,11 @@ def _directive(run: Any, arguments: int = 1, **options: Any) -> type[SphinxDirec
 def fact_table(self: SphinxDirective) -> list[nodes.Node]:
     """``fact-table``: a table recorded by a recipe with :func:`xnnguide.core.facts.record_table`."""
     fact = _recorded(self, self.arguments[0], "header")
-    caption = self.options.get("caption")
-    return [rst_table(fact["header"], fact["rows"], caption, "xnnguide-fact-table")] if fact else []
+    if not fact:
+        return []
+    table = rst_table(fact["header"], fact["rows"], self.options.get("caption"), "xnnguide-fact-table")
+    table["support_smartquotes"] = False  # what the recipe recorded, as it recorded it: "--build" stays "--build"
+    return [table]
 
 
 def generated_table(self: SphinxDirective) -> list[nodes.Node]:
@@ -173,22 +179,45 @@ VERIFIED_PAGE = "/explanation/verified"
 LEDGER_PAGE = "/contributing/execution_ledger"
 
 
-def _link(self: SphinxDirective, docname: str | None, text: str) -> addnodes.pending_xref | None:
-    """A link to the page *docname* (``/gallery/...``), resolved by Sphinx like ``{doc}``; ``None`` where the
-    project has no such page (a build step's, or a site built from a copy of a few recipes, as the tests do)."""
+def _link(self: SphinxDirective, docname: str | None, text: str | None = None) -> addnodes.pending_xref | None:
+    """A link to the page *docname* (``/gallery/...``), resolved by Sphinx like ``{doc}``, with *text* or, without
+    it, the page's title; ``None`` where the project has no such page (a build step's, or a site built from a
+    copy of a few recipes, as the tests do)."""
     if docname is None or docname.lstrip("/") not in self.env.found_docs:
         return None
-    return addnodes.pending_xref("", nodes.inline(text=text), refdomain="std", reftype="doc", reftarget=docname,
-                                 refexplicit=True, refwarn=True, refdoc=self.env.docname)
+    return addnodes.pending_xref("", nodes.inline(text=text or docname), refdomain="std", reftype="doc",
+                                 reftarget=docname, refexplicit=text is not None, refwarn=True,
+                                 refdoc=self.env.docname)
+
+
+def _recipe_page(record: dict[str, Any]) -> str | None:
+    """The gallery page of the recipe a run record is about (``/gallery/<task>/<name>``); None for a build step,
+    which has no page."""
+    named = shown(Path(record.get("source") or f"snippets/{record['recipe']}.py"))
+    return "/gallery/" + named.removeprefix("snippets/").removesuffix(".py") if named.startswith("snippets/") else None
+
+
+def _what_ran(self: SphinxDirective, record: dict[str, Any]) -> list[nodes.Node]:
+    """How a stamp names what ran: the recipe's page, linked by its title; "this recipe" on that page itself; "a
+    step of this site's build" for a build step (no page). Never a path of the site's source tree."""
+    page = _recipe_page(record)
+    if page is not None and page.lstrip("/") == self.env.docname:
+        return [nodes.Text("this recipe")]
+    link = _link(self, page)
+    return [nodes.Text("the recipe "), link] if link is not None else [nodes.Text("a step of this site's build")]
+
+
+def _stamp(classes: list[str], *parts: nodes.Node) -> list[nodes.Node]:
+    return [nodes.container("", nodes.paragraph("", "", *parts), classes=["xnnguide-stamp", *classes])]
 
 
 def verified_stamp(self: SphinxDirective) -> list[nodes.Node]:
     """``verified-stamp``: which releases, machine and date verified a recipe.
 
-    The first stamp on a page names the releases and the machine; a later one whose run had the same names only
-    its recipe, date and time and points to the first, so a page with five recipes says the rest once. The
-    recipe's path links to its gallery page (a build step's, which has none, stays text), and every stamp links
-    to the page on what "verified" means and to the execution ledger."""
+    The first stamp on a page is the full one: what ran (the recipe's page, by its title), the date, the releases
+    and the machine, and, set apart, links to the page on what "verified" means and to the execution ledger. A
+    later stamp of the page is a small link to its recipe's page, which carries the recipe's own full stamp: a
+    page that quotes five recipes says the rest once. No stamp names a file of the site's source tree."""
     recipe = self.arguments[0].strip()
     record = _run_record(self, recipe)
     if record is None:
@@ -196,30 +225,48 @@ def verified_stamp(self: SphinxDirective) -> list[nodes.Node]:
         return []
     if record["status"] == "not-run":  # its requirements were missing (xnnguide.site.build): no verification
         _warn(self, "stamp", "verified-stamp: recipe %r was not run on this machine: %s", recipe, record.get("error"))
-        text = f"Not verified by this build: {shown(Path(record['source']))} was not run: {record.get('error')}."
-        return [nodes.container("", nodes.paragraph(text=text), classes=["xnnguide-stamp", "xnnguide-not-verified"])]
+        return _stamp(["xnnguide-not-verified"], nodes.Text("Not verified by this build: "),
+                      *_what_ran(self, record), nodes.Text(f" was not run: {record.get('error')}."))
     if record["status"] != "passed":
         _warn(self, "stamp", "verified-stamp: recipe %r did not pass its last run", recipe)
+    first = not self.env.temp_data.get("xnnguide_stamped")  # temp_data lasts one page's reading
+    self.env.temp_data["xnnguide_stamped"] = True
+    if not first:
+        link = _link(self, _recipe_page(record))
+        if link is None:  # a build step's: it has no page to point to, and the full stamp above said the rest
+            return []
+        return _stamp(["xnnguide-stamp-small"], nodes.Text("Verified: "), link)
     env = record["environment"]
-    source = Path(record.get("source") or f"snippets/{record['recipe']}.py")
     versions = ", ".join(f"{name} {version}" for name, version in env["versions"].items())
-    where = (f"with {versions}, Python {env['python']}, "
-             f"on {env['cpu']} ({env['cores']} logical cores, {env['machine']})")
-    named = shown(source)  # snippets/<task>/<name>.py, or docs/build_steps/<name>.py for a build step
-    recipe_page = "/gallery/" + named.removeprefix("snippets/").removesuffix(".py") if named.startswith("snippets/") \
-        else None
-    link = _link(self, recipe_page, named)
-    path = nodes.Text(named) if link is None else link
-    when = f" on {record['finished'][:10]} ({record['seconds']:.1f} s) "
-    first = self.env.temp_data.get("xnnguide_first_stamp")  # temp_data lasts one page's reading
-    if first is None:
-        self.env.temp_data["xnnguide_first_stamp"] = where
-    said = "with the releases and on the machine of the first stamp on this page" if first == where else where
-    after = [link for link in (_link(self, VERIFIED_PAGE, "What verified means"),
+    where = (f" on {record['finished'][:10]} with {versions}, Python {env['python']}, "
+             f"on {env['cpu']} ({env['cores']} logical cores, {env['machine']}).")
+    about = [link for link in (_link(self, VERIFIED_PAGE, "What verified means"),
                                _link(self, LEDGER_PAGE, "Execution ledger")) if link is not None]
-    paragraph = nodes.paragraph("", "", nodes.Text("Verified by running "), path, nodes.Text(when + said + "."),
-                                *[part for link in after for part in (nodes.Text(" "), link)])
-    return [nodes.container("", paragraph, classes=["xnnguide-stamp"])]
+    links = nodes.inline("", "", *[part for index, link in enumerate(about)
+                                   for part in ([nodes.Text(" · ")] if index else []) + [link]],
+                         classes=["xnnguide-stamp-links"])
+    return _stamp([], nodes.Text("Verified by running "), *_what_ran(self, record), nodes.Text(where),
+                  *([nodes.Text(" "), links] if about else []))
+
+
+#: A command-line option as typed: two hyphens and a letter (``--build``, ``--config``). Sphinx's smart quotes
+#: would make the hyphens an en dash (``–build``), which no shell accepts.
+COMMAND_OPTION = re.compile(r"(?<![-\w])--[A-Za-z]")
+
+
+class KeepCommandsAsTyped(SphinxTransform):
+    """Every paragraph, table cell or title whose text holds a command-line option keeps its characters as typed:
+    smart quotes leave it alone (straight quotes and ``--``), as they leave code alone. Runs just before Sphinx's
+    smart quotes (priority 750)."""
+
+    default_priority = 745
+
+    def apply(self, **kwargs: Any) -> None:
+        for element in self.document.findall(nodes.TextElement):
+            prose = (text.astext() for text in element.findall(nodes.Text)  # code is never smartened anyway
+                     if not isinstance(text.parent, (nodes.literal, nodes.FixedTextElement)))
+            if not isinstance(element, nodes.FixedTextElement) and COMMAND_OPTION.search(" ".join(prose)):
+                element["support_smartquotes"] = False
 
 
 _ENDS_SENTENCE = (".", "!", "?")
@@ -260,4 +307,5 @@ def register(app: Sphinx) -> None:
     app.add_directive("verified-stamp", _directive(verified_stamp))
     app.add_directive("recipe-times", _directive(recipe_times, arguments=0))
     app.connect("doctree-read", _warn_doubled_stops)
+    app.add_transform(KeepCommandsAsTyped)
     timing_sources.register(app)

@@ -2,9 +2,11 @@
 cards that say what each recipe does.
 
 Region markers (``# [start lower]``, :mod:`xnnguide.core.regions`) serve the pages' ``literalinclude`` and
-the drift checker; readers of a gallery page never see them (the downloads lose them too, in
-:func:`xnnguide.core.reader_code.write_downloads`). Each recipe's page ends with its ``verified-stamp``
-(:mod:`.directives`).
+the drift checker; readers of a gallery page never see them. Nor do readers of a download: the recipes' ``.py``
+and notebooks lose them in :func:`xnnguide.core.reader_code.write_downloads`, and every other file a page offers
+with ``{download}`` (the C++ runner's ``CMakeLists.txt`` and ``main.cpp``, whose markers are ``# [...]`` and
+``// [...]`` lines) loses them once Sphinx has copied it to ``_downloads/`` (:func:`strip_download_markers`).
+Each recipe's page ends with its ``verified-stamp`` (:mod:`.directives`).
 
 On the gallery's index pages, sphinx-gallery gives a recipe that draws no figure the same placeholder image as
 every other such recipe, and hides its description in a tooltip. :func:`cards` drops the placeholder and shows
@@ -17,6 +19,8 @@ from __future__ import annotations
 import html
 import re
 from pathlib import Path
+
+from sphinx.util import logging
 
 from sphinx.application import Sphinx
 
@@ -79,6 +83,41 @@ def finish_gallery_page(app: Sphinx, docname: str, source: list[str]) -> None:
         source[0] = cards(source[0], has_figure)
 
 
+#: A region marker or gallery-only declaration in any file a page includes, whatever its comment mark: ``#`` in
+#: Python, CMake and shell, ``//`` in C and C++.
+DOWNLOAD_MARKER = re.compile(r"^\s*(?:#|//)\s*\[(?:(?:start|end) [A-Za-z0-9_-]+|gallery-only(?: [A-Za-z0-9_-]+)+)\]\s*$")
+
+
+def without_markers(text: str) -> str:
+    """*text* less its region-marker lines; every other line, and the line ends, as they were."""
+    return "".join(line for line in text.splitlines(keepends=True) if not DOWNLOAD_MARKER.match(line))
+
+
+def strip_download_markers(downloads: Path) -> list[Path]:
+    """Rewrite every text file under *downloads* (Sphinx's ``_downloads/``) without region markers; the files
+    rewritten. Binary files and files without markers are left as they are."""
+    changed = []
+    for path in sorted(downloads.rglob("*")) if downloads.is_dir() else []:
+        try:
+            text = path.read_text(encoding="utf-8") if path.is_file() else None
+        except UnicodeDecodeError:
+            continue
+        if text is not None and (cleaned := without_markers(text)) != text:
+            path.write_text(cleaned, encoding="utf-8")
+            changed.append(path)
+    return changed
+
+
+def _finish_downloads(app: Sphinx, exception: Exception | None) -> None:
+    """Sphinx's ``build-finished``: Sphinx copies every downloadable file anew at each build, so its copies
+    lose their markers after every build."""
+    if exception is None and app.builder.format == "html":
+        changed = strip_download_markers(Path(app.outdir) / "_downloads")
+        logging.getLogger(__name__).info("region markers left out of %d download(s)", len(changed))
+
+
 def register(app: Sphinx) -> None:
-    """Finish every gallery page as it is read (called by :func:`xnnguide.site.setup`)."""
+    """Finish every gallery page as it is read, and every download once it is written (called by
+    :func:`xnnguide.site.setup`)."""
     app.connect("source-read", finish_gallery_page)
+    app.connect("build-finished", _finish_downloads)
