@@ -465,3 +465,108 @@ def test_at_400_px_the_page_does_not_scroll_sideways_and_no_table_is_clipped(tab
     assert wide <= 400, f"{page_path} ({scheme}): at 400 px the page is {wide} px wide and scrolls sideways"
     assert tab.page.evaluate(CLIPPED_TABLES) == [], f"{page_path} ({scheme}): tables cut off at 400 px"
     assert tab.page.evaluate(CUT_OFF_CODE) == [], f"{page_path} ({scheme}): inline code cut off at 400 px"
+
+
+# ---------------------------------------------------------------- at a desktop's width
+
+#: A desktop screen, the width issue 49 read the site at.
+DESKTOP = {"width": 1400, "height": 1000}
+
+#: Pages a reader gets: every page of the toctree but the contributors', and every recipe's page.
+READER_PAGES = [page for page in top_level_pages() if not page.startswith("contributing/")] + [
+    f"gallery/{path.parent.name}/{path.stem}.html" for path in recipe_files(SNIPPETS)]
+
+# A table the reader cannot read whole: a column hidden (display: none), a cell whose text is cut (overflow hidden
+# and wider content), or a table wider than the article column with no box around it that scrolls sideways, or
+# one whose scroll bar is out of sight (below the screen's bottom edge while the table's top is on it, so a reader
+# at the top of a long table cannot see that more columns exist).
+HIDDEN_IN_TABLES = """() => {
+    const article = document.querySelector('article.bd-article') || document.querySelector('main');
+    const edge = article.getBoundingClientRect().right;
+    const name = (table, index) => `table ${index + 1} (${(table.querySelector('caption, th')?.innerText || '')
+        .trim().slice(0, 40)})`;
+    return [...article.querySelectorAll('table')].flatMap((table, index) => {
+        const problems = [];
+        const cells = [...table.querySelectorAll('th, td')];
+        const hidden = cells.filter(cell => getComputedStyle(cell).display === 'none');
+        if (hidden.length) problems.push(`${name(table, index)}: ${hidden.length} cells hidden (display: none), ` +
+                                         `first: ${hidden[0].innerText.trim().slice(0, 30)}`);
+        const cut = cells.filter(cell => ['hidden', 'clip'].includes(getComputedStyle(cell).overflowX)
+                                         && cell.scrollWidth > cell.clientWidth + 1);
+        if (cut.length) problems.push(`${name(table, index)}: text cut in ${cut.length} cells`);
+        const right = table.getBoundingClientRect().right;
+        let scroller = null;
+        for (let box = table.parentElement; box && box !== article.parentElement; box = box.parentElement) {
+            if (['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) { scroller = box; break; }
+        }
+        if (!scroller) {
+            if (right > edge + 1) problems.push(`${name(table, index)}: runs ${Math.round(right - edge)} px past ` +
+                                                'the article and nothing scrolls it');
+        } else if (scroller.scrollWidth > scroller.clientWidth + 1) {
+            const box = scroller.getBoundingClientRect();
+            if (box.bottom > window.innerHeight && getComputedStyle(scroller).maxHeight === 'none')
+                problems.push(`${name(table, index)}: ${scroller.scrollWidth - scroller.clientWidth} px of ` +
+                              `columns out of view, and its scroll bar ${Math.round(box.height)} px down`);
+        }
+        return problems;
+    });
+}"""
+
+# The right-hand contents: an entry whose text is cut (wider than its link box, which hides the rest) or that
+# runs past the sidebar's right edge or the screen's.
+CUT_CONTENTS = """() => {
+    const sidebar = document.querySelector('.bd-sidebar-secondary');
+    if (!sidebar || getComputedStyle(sidebar).display === 'none') return [];
+    const edge = Math.min(sidebar.getBoundingClientRect().right, window.innerWidth);
+    return [...sidebar.querySelectorAll('nav a')].filter(link =>
+        link.scrollWidth > link.clientWidth + 1 || link.getBoundingClientRect().right > edge + 1
+        || [...link.querySelectorAll('*')].some(inner => inner.getBoundingClientRect().right > edge + 1)
+    ).map(link => link.innerText.trim().slice(0, 60));
+}"""
+
+
+def scrolled_to(tab, selector: str) -> None:
+    """Scroll the first element *selector* finds to the top of the screen, as a reader reaching it does."""
+    tab.page.evaluate("selector => document.querySelector(selector)?.scrollIntoView({block: 'start'})", selector)
+
+
+@pytest.mark.parametrize("page_path", READER_PAGES)
+def test_at_1400_px_no_table_hides_columns_and_no_contents_entry_is_cut(tab, page_path):
+    tab.page.set_viewport_size(DESKTOP)
+    tab.goto(page_path)
+    problems = [f"contents entry cut: {entry}" for entry in tab.page.evaluate(CUT_CONTENTS)]
+    for index in range(tab.page.locator("article table").count()):
+        # Each table as a reader meets it: scrolled to its top.
+        tab.page.locator("article table").nth(index).evaluate("table => table.scrollIntoView({block: 'start'})")
+        problems += [problem for problem in tab.page.evaluate(HIDDEN_IN_TABLES) if problem.startswith(
+            f"table {index + 1} ")]
+    if problems:
+        screenshot(tab.page, f"1400px__{slug(page_path)}")
+    assert not problems, f"{page_path} at 1400 px:\n" + "\n".join(problems)
+
+
+def test_the_1400_px_checks_see_a_hidden_column_a_long_table_and_a_cut_contents_entry(tab):
+    # The checks above, tried where they must fire, on tables put on a real page: one whose last column is
+    # hidden, one long and wide, in the theme's scroll box; and the contents with an entry too long for them.
+    tab.page.set_viewport_size(DESKTOP)
+    put_table = """([columns, rows, hideLast]) => {
+        const table = document.createElement('table');
+        table.innerHTML = '<tr>' + Array(columns).fill('<th style="min-width: 9rem">a column</th>').join('') + '</tr>'
+                        + Array(rows).fill('<tr>' + Array(columns).fill('<td>x</td>').join('') + '</tr>').join('');
+        if (hideLast) table.querySelectorAll('tr > :last-child').forEach(cell => cell.style.display = 'none');
+        const box = document.createElement('div');
+        box.className = 'pst-scrollable-table-container';
+        box.append(table);
+        document.querySelector('article h1').after(box);
+        table.scrollIntoView({block: 'start'});
+    }"""
+    tab.goto("guides/quantization.html")
+    tab.page.evaluate(put_table, [3, 2, True])
+    assert any("hidden (display: none)" in problem for problem in tab.page.evaluate(HIDDEN_IN_TABLES))
+    tab.goto("guides/quantization.html")
+    tab.page.evaluate(put_table, [30, 200, False])
+    assert any("out of view" in problem for problem in tab.page.evaluate(HIDDEN_IN_TABLES))
+    tab.page.evaluate("""() => { const link = document.querySelector('.bd-sidebar-secondary nav a');
+        link.textContent = 'XnnpackPartitioner(config_precisions=ConfigPrecisionType.DYNAMIC_QUANT)';
+        link.style.whiteSpace = 'nowrap'; link.style.overflow = 'hidden'; }""")
+    assert tab.page.evaluate(CUT_CONTENTS), "a cut contents entry went unseen"

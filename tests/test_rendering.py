@@ -84,9 +84,10 @@ def _report(found: dict[str, list[str]], what: str) -> str:
 # ---------------------------------------------------------------- literal markup in prose
 
 #: Markup that reached the reader as text: an inline literal's double backticks (reStructuredText's, or
-#: Markdown's), strong emphasis that did not render, a MyST role (``{fact}`x```) or a Sphinx role
-#: (``:doc:`x```), a reStructuredText link's trailing `` `_ ``.
-LITERAL_MARKUP = re.compile(r"``|\*\*(?=\w)|(?<=\w)\*\*|\{[a-z][a-z:-]*\}`|:[a-z][a-z:]*:`|`_(?:\W|$)")
+#: Markdown's), strong emphasis that did not render (``**word**``; Python's ``**kwargs`` is not markup), a MyST
+#: role (``{fact}`x```) or a Sphinx role (``:doc:`x```, or a ``{fact}`` whose recipe recorded nothing, which
+#: Sphinx shows as written), a reStructuredText link's trailing `` `_ ``.
+LITERAL_MARKUP = re.compile(r"``|\*\*[^\s*][^*]*?[^\s*]\*\*|\{[a-z][a-z:-]*\}`|:[a-z][a-z:]*:`|`_(?:\W|$)")
 
 
 def literal_markup(html: str) -> list[str]:
@@ -99,7 +100,7 @@ def test_literal_markup_is_found_in_prose_and_not_in_code():
     assert literal_markup("<main><p>It is **not** registered.</p></main>")
     assert literal_markup("<main><p>See :doc:`the guide` and {fact}`a/b`.</p></main>")
     assert literal_markup("<main><p>Read `the docs <https://example.org>`_.</p></main>")
-    assert not literal_markup("<main><p>Pass <code>max_seq_len</code>; 2 ** 8 is 256.</p>"
+    assert not literal_markup("<main><p>Pass <code>max_seq_len</code>; 2 ** 8 is 256, via **kwargs.</p>"
                               "<pre>x = a ** 2\nprint(f\"``{x}``\")</pre><p><code>{fact}`a/b`</code></p></main>")
 
 
