@@ -54,7 +54,7 @@ def parse_args(argv):
                         "torch.save, representative of real inputs")
     parser.add_argument("--output", type=Path, metavar="FILE.pte",
                         help="where to write the program "
-                        "(default: <model>_xnnpack_<quantize>.pte)")
+                        "(default: <model>_xnnpack_<mode>.pte)")
     parser.add_argument("--traceback", action="store_true",
                         help="print the Python traceback of an error")
     args = parser.parse_args(argv)
