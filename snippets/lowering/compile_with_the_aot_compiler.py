@@ -22,8 +22,7 @@ three bad commands each fail with one line and leave no file behind.
 # torchvision's trained weights instead.
 
 # sphinx_gallery_start_ignore
-# The script sits beside the reader's copy of this recipe; here it is copied into a fresh folder, the
-# folder of every cell below (sphinx-gallery goes back to the recipe's folder after each cell).
+# The script, beside a reader's copy of this recipe, is copied into a fresh folder that each cell enters.
 # xnnguide_depends_on = ../../docs/guides/aot_compiler/xnnpack_aot_compile.py
 # xnnguide_budget_seconds = 600
 import os
@@ -37,23 +36,7 @@ from xnnguide.recipe_checks import quantization
 
 SCRIPT = Path.cwd().resolve().parents[1] / "docs" / "guides" / "aot_compiler" / "xnnpack_aot_compile.py"
 recipe_folder, workdir = os.getcwd(), tempfile.mkdtemp(prefix="xnnpack_aot_compile_")
-shutil.copy(SCRIPT, workdir)
-os.chdir(workdir)
-
-
-def record_console(key, done):
-    """The command as the page shows it, one option per line, and what it printed."""
-    options = done.args[2:]  # after python and the script
-    lines = ["$ python xnnpack_aot_compile.py \\"]
-    pairs = [options[i:i + 2] for i in range(0, len(options), 2)]
-    lines += [f"    {shlex.join(pair)} \\" for pair in pairs]
-    lines[-1] = lines[-1].removesuffix(" \\")
-    # torch warns of a deprecation on stderr as torchao loads (W... KernelPreference ...): that warning is left out.
-    assert all("KernelPreference" in line for line in done.stderr.splitlines()) or done.returncode, done.stderr
-    lines += (done.stdout if done.returncode == 0 else done.stderr).strip().splitlines()
-    if done.returncode:
-        lines += ["$ echo $?", str(done.returncode)]
-    facts.record(f"console_{key}", done.returncode, "\n".join(lines))
+os.chdir(shutil.copy(SCRIPT, workdir) and workdir)
 # sphinx_gallery_end_ignore
 
 # [gallery-only by_name]
@@ -75,11 +58,6 @@ def compile_pte(*options):
 
 by_name = compile_pte("--model", "mobilenet_v2")
 # [end by_name]
-
-# sphinx_gallery_start_ignore
-record_console("by_name", by_name)
-assert by_name.returncode == 0, by_name.stderr
-# sphinx_gallery_end_ignore
 
 # %%
 # The ``.pte`` runs on the ExecuTorch runtime. The same seed gives the same
@@ -114,14 +92,6 @@ relative_error = (pte_output - eager_output).abs().max().item() / largest
 print(f"largest error, relative to the largest output: {relative_error:.1e}")
 # [end check_by_name]
 
-# sphinx_gallery_start_ignore
-facts.record("by_name_relative_error", relative_error, f"{relative_error:.1e}")
-outside = int(by_name.stdout.split("outside: ")[1].split()[0])
-facts.record("by_name_nodes_outside", outside, quantity="MobileNet V2 fp32, nodes outside XNNPACK "
-             "(get_delegation_info's count, the getitem that reads the delegate's result included)")
-assert "(getitem 1)" in by_name.stdout and outside == 1, by_name.stdout
-# sphinx_gallery_end_ignore
-
 # %%
 # A model of your own, quantized to int8
 # --------------------------------------
@@ -129,6 +99,8 @@ assert "(getitem 1)" in by_name.stdout and outside == 1, by_name.stdout
 # file carries the example inputs the script needs. Static int8 needs
 # calibration samples, a list of input tuples saved with ``torch.save``;
 # random images stand in here for the real ones a deployed model needs.
+# Then the script compiles the saved program, once with static and once with
+# dynamic int8.
 
 # sphinx_gallery_start_ignore
 os.chdir(workdir)
@@ -151,14 +123,6 @@ samples = [(torch.randn(1, 3, 64, 64),) for _ in range(32)]
 torch.save(samples, "samples.pt")
 # [end save_own_model]
 
-# %%
-# Then the script compiles the saved program, once with static and once with
-# dynamic int8:
-
-# sphinx_gallery_start_ignore
-os.chdir(workdir)
-# sphinx_gallery_end_ignore
-
 # [gallery-only compile_own_model]
 # [start compile_own_model]
 int8_static = compile_pte(
@@ -173,12 +137,6 @@ int8_dynamic = compile_pte(
     "--output", "my_model_int8_dynamic.pte",
 )
 # [end compile_own_model]
-
-# sphinx_gallery_start_ignore
-for key, done in [("int8_static", int8_static), ("int8_dynamic", int8_dynamic)]:
-    assert done.returncode == 0, done.stderr
-    record_console(key, done)
-# sphinx_gallery_end_ignore
 
 # %%
 # Each int8 program is compared with the fp32 model in eager PyTorch, on an
@@ -202,13 +160,6 @@ for path in ["my_model_int8.pte", "my_model_int8_dynamic.pte"]:
     print(f"{path}: SQNR {sqnr:.1f} dB against the fp32 model")
     assert sqnr >= MIN_SQNR_DB, f"{path}: {sqnr:.1f} dB, under {MIN_SQNR_DB} dB"
 # [end check_own_model]
-
-# sphinx_gallery_start_ignore
-quantization.record_min_sqnr(MIN_SQNR_DB)
-for path, key in [("my_model_int8.pte", "int8_static"), ("my_model_int8_dynamic.pte", "int8_dynamic")]:
-    sqnr = compute_error(expected, run_pte(path, [test_input])).item()
-    facts.record(f"{key}_sqnr_db", sqnr, f"{sqnr:.1f} dB")
-# sphinx_gallery_end_ignore
 
 # %%
 # Bad input
@@ -239,10 +190,25 @@ assert sorted(os.listdir()) == files_before, "a failed command left a file"
 # [end bad_input]
 
 # sphinx_gallery_start_ignore
-# One line each, the script's own, and nothing on stdout; listdir above also sees the hidden temporary file.
-for key, done in zip(["unknown_model", "bad_quantize", "unwritable_output"], failed):
-    assert done.stdout == "" and done.stderr.startswith("xnnpack_aot_compile.py: error: "), done.stderr
-    record_console(key, done)
+# Each command as the page shows it, and its stdout or error: torch's deprecation warning (KernelPreference) left out.
+ran = dict(zip(["by_name", "int8_static", "int8_dynamic", "unknown_model", "bad_quantize", "unwritable_output"],
+               [by_name, int8_static, int8_dynamic, *failed]))
+for key, done in ran.items():
+    assert done.returncode or all("KernelPreference" in line for line in done.stderr.splitlines()), done.stderr
+    assert not done.returncode or not done.stdout and done.stderr.startswith("xnnpack_aot_compile.py: error: ")
+    pairs = [shlex.join(done.args[i:i + 2]) for i in range(2, len(done.args), 2)]
+    shown = ["$ python xnnpack_aot_compile.py \\", *[f"    {pair} \\" for pair in pairs[:-1]], f"    {pairs[-1]}",
+             *(done.stderr if done.returncode else done.stdout).strip().splitlines()]
+    facts.record(f"console_{key}", done.returncode, "\n".join(shown + ["$ echo $?", str(done.returncode)] * bool(done.returncode)))
+outside = int(by_name.stdout.split("outside: ")[1].split()[0])
+assert "(getitem 1)" in by_name.stdout and outside == 1, by_name.stdout
+facts.record("by_name_nodes_outside", outside, quantity="MobileNet V2 fp32, nodes outside XNNPACK "
+             "(get_delegation_info's count, the getitem that reads the delegate's result included)")
+facts.record("by_name_relative_error", relative_error, f"{relative_error:.1e}")
+quantization.record_min_sqnr(MIN_SQNR_DB)
+for key in ["int8_static", "int8_dynamic"]:
+    sqnr = compute_error(expected, run_pte(ran[key].args[-1], [test_input])).item()
+    facts.record(f"{key}_sqnr_db", sqnr, f"{sqnr:.1f} dB")
 os.chdir(recipe_folder)
 shutil.rmtree(workdir)
 # sphinx_gallery_end_ignore
