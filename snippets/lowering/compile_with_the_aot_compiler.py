@@ -74,18 +74,13 @@ import torch
 import torchvision
 from executorch.runtime import Runtime
 
-
-def run_pte(path, inputs):
-    method = Runtime.get().load_program(path).load_method("forward")
-    return method.execute(list(inputs))[0]
-
-
 torch.manual_seed(0)  # as the script does
 model = torchvision.models.get_model("mobilenet_v2").eval()
 example_input = torch.randn(1, 3, 224, 224)
 with torch.no_grad():
     eager_output = model(example_input)
-pte_output = run_pte("mobilenet_v2_xnnpack_fp32.pte", [example_input])
+program = Runtime.get().load_program("mobilenet_v2_xnnpack_fp32.pte")
+pte_output = program.load_method("forward").execute([example_input])[0]
 largest = eager_output.abs().max().item()
 torch.testing.assert_close(pte_output, eager_output, rtol=1e-3, atol=1e-4 * largest)
 relative_error = (pte_output - eager_output).abs().max().item() / largest
@@ -107,6 +102,8 @@ os.chdir(workdir)
 # sphinx_gallery_end_ignore
 
 # [start save_own_model]
+import torch
+
 torch.manual_seed(0)
 my_model = torch.nn.Sequential(
     torch.nn.Conv2d(3, 16, 3, stride=2, padding=1),
@@ -149,6 +146,7 @@ os.chdir(workdir)
 # sphinx_gallery_end_ignore
 
 # [start check_own_model]
+from executorch.runtime import Runtime
 from torchao.quantization.utils import compute_error
 
 MIN_SQNR_DB = 10.0
@@ -156,7 +154,8 @@ test_input = torch.randn(1, 3, 64, 64)
 with torch.no_grad():
     expected = my_model(test_input)
 for path in ["my_model_int8.pte", "my_model_int8_dynamic.pte"]:
-    sqnr = compute_error(expected, run_pte(path, [test_input])).item()
+    method = Runtime.get().load_program(path).load_method("forward")
+    sqnr = compute_error(expected, method.execute([test_input])[0]).item()
     print(f"{path}: SQNR {sqnr:.1f} dB against the fp32 model")
     assert sqnr >= MIN_SQNR_DB, f"{path}: {sqnr:.1f} dB, under {MIN_SQNR_DB} dB"
 # [end check_own_model]
@@ -207,7 +206,8 @@ facts.record("by_name_nodes_outside", outside, quantity="MobileNet V2 fp32, node
 facts.record("by_name_relative_error", relative_error, f"{relative_error:.1e}")
 quantization.record_min_sqnr(MIN_SQNR_DB)
 for key in ["int8_static", "int8_dynamic"]:
-    sqnr = compute_error(expected, run_pte(ran[key].args[-1], [test_input])).item()
+    method = Runtime.get().load_program(ran[key].args[-1]).load_method("forward")
+    sqnr = compute_error(expected, method.execute([test_input])[0]).item()
     facts.record(f"{key}_sqnr_db", sqnr, f"{sqnr:.1f} dB")
 os.chdir(recipe_folder)
 shutil.rmtree(workdir)
