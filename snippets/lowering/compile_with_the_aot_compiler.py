@@ -2,14 +2,15 @@
 Compile with the one-file AOT compiler
 ======================================
 
-``xnnpack_aot_compile.py``, the script the AOT compiler guide offers for
-download, takes a model from PyTorch to an XNNPACK ``.pte`` file in one
-command, with nothing but the public packages. This recipe runs it the way
-you would, from a shell in the folder that holds it: on a torchvision model
-named on the command line, and on a model of your own saved with
-``torch.export.save``, in fp32 and in both int8 modes. Every ``.pte`` then
-runs on the ExecuTorch runtime and is compared with eager PyTorch. Last,
-three bad commands each fail with one line and leave no file behind.
+``xnnpack_aot_compile.py``, the script the :doc:`/guides/aot_compiler` guide
+offers for download, takes a model from PyTorch to an XNNPACK ``.pte`` file
+in one command, with nothing but the public packages. This recipe runs it
+the way you would from a shell, so put the script in the folder you run
+this recipe from. It compiles a torchvision model named on the command
+line in fp32, and a model of your own saved with ``torch.export.save`` in
+both int8 modes. Every ``.pte`` then runs on the ExecuTorch runtime and is
+compared with eager PyTorch. Last, three bad commands each fail with one
+line and leave no file behind.
 """
 
 # %%
