@@ -2,9 +2,10 @@
 Lower MobileNet V2 to XNNPACK in fp32
 =====================================
 
-This recipe takes torchvision's MobileNet V2 from eager PyTorch to a ``.pte`` file whose
-operators run on XNNPACK, runs that file on the ExecuTorch runtime, and checks it against
-eager PyTorch. It is the recipe the :doc:`overview </overview>` walks through.
+This recipe takes torchvision's MobileNet V2 from eager PyTorch to a ``.pte``
+file whose operators run on XNNPACK, runs that file on the ExecuTorch
+runtime, and checks it against eager PyTorch. It is the recipe the
+:doc:`overview </overview>` walks through.
 """
 
 # %%
@@ -101,7 +102,7 @@ subgraphs, outside = delegation.num_delegated_subgraphs, delegation.num_non_dele
 # The summary counts a getitem reading a delegate's result as non-delegated; it computes nothing.
 operators = outside - delegation.delegation_by_operator["getitem"].non_delegated
 facts.record("delegated_subgraphs", subgraphs)
-facts.record("delegated_subgraphs_text", subgraphs, f"{subgraphs} subgraph{'s' * (subgraphs != 1)}")
+facts.record("delegated_subgraphs_text", subgraphs, f"{subgraphs} subgraph" + "s" * (subgraphs != 1))
 facts.record("delegated_nodes", delegation.num_delegated_nodes)
 facts.record("non_delegated_nodes", outside)
 named = {0: "no operator", 1: "one operator"}.get(operators, f"{operators} operators")
@@ -135,7 +136,6 @@ torch.testing.assert_close(pte_output, eager_output, atol=1e-4, rtol=1e-4)
 # [end run]
 
 # sphinx_gallery_start_ignore
-# The tolerance means something only if the outputs are not vanishingly small.
 scale = eager_output.abs().max().item()
 assert scale > 0.1, "outputs too small for atol=1e-4 to mean anything"
 facts.record("output_scale", scale, f"{scale:.2f}")
