@@ -277,7 +277,7 @@ facts.record("dynamic_inside", describe(dynamic["inside"]))
 # -------------------------------------------------------
 # With ``config_precisions=FP32`` the quantized linear layer runs in XNNPACK
 # as fp32, fed a weight that a ``dequantize`` kernel outside XNNPACK produces at run
-# time. In this build, loading *that* program from a file path and running
+# time. Loading *that* program from a file path and running
 # it crashed the process with a segmentation fault, while the same bytes
 # loaded from memory (above) ran correctly. A crash cannot be caught in
 # Python, so this check runs it in a child process: first the default

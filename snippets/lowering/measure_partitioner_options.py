@@ -249,7 +249,7 @@ default = lower_and_check(
     model, example_inputs, XnnpackPartitioner(), "options_default.pte"
 )
 print(
-    f"default: {default['delegate calls']} delegate call(s), outside: "
+    f"default: delegate calls {default['delegate calls']}, outside: "
     f"{describe(default['outside'])}"
 )
 # [end options_model]
@@ -597,11 +597,11 @@ bf16_enabled = lower_and_check(
     atol=2e-2,
 )
 print(
-    f"default:           {bf16_default['delegate calls']} delegate call(s), "
+    f"default:           delegate calls {bf16_default['delegate calls']}, "
     f"outside: {describe(bf16_default['outside'])}"
 )
 print(
-    f"enable_bf16=True:  {bf16_enabled['delegate calls']} delegate call(s), "
+    f"enable_bf16=True:  delegate calls {bf16_enabled['delegate calls']}, "
     f"outside: {describe(bf16_enabled['outside'])}"
 )
 # [end enable_bf16]
@@ -617,7 +617,7 @@ fp16_default = lower_and_check(
     fp16_model, fp16_inputs, XnnpackPartitioner(), "options_fp16_default.pte", atol=1e-2
 )
 print(
-    f"fp16 Linear, default: {fp16_default['delegate calls']} delegate call(s), "
+    f"fp16 Linear, default: delegate calls {fp16_default['delegate calls']}, "
     f"outside: {describe(fp16_default['outside'])}"
 )
 # [end fp16_default]

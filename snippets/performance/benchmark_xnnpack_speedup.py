@@ -15,7 +15,7 @@ doing.
 # %%
 # The machine
 # -----------
-# Latency says as much about the CPU as about the program, so the build reads
+# Latency says as much about the CPU as about the program, so the recipe reads
 # the processor model and the number of logical cores before measuring. On
 # Linux the kernel lists the model in ``/proc/cpuinfo``; elsewhere
 # ``platform`` gives what it can, often only the architecture.
@@ -196,7 +196,7 @@ for (name, program), path in programs.items():
 # computes in integers. The two do not agree to fp32 precision, so the int8
 # check is an absolute tolerance of 0.15 on outputs of order 1, plus a cosine
 # similarity of at least 0.97 between the two outputs. The table after the
-# code gives the distances this build measured, and the distance from the
+# code gives the distances measured, and the distance from the
 # fp32 model: what quantization costs.
 
 from executorch.runtime import Runtime
@@ -268,7 +268,7 @@ facts.record_table(
 
 # %%
 # .. fact-table:: benchmark_xnnpack_speedup/int8_agreement
-#    :caption: How far the int8 programs are from their references, measured by this build
+#    :caption: How far the int8 programs are from their references
 
 # %%
 # Threads
@@ -399,7 +399,7 @@ def speedup(name, program, threads):
 
 for (name, program, threads), samples in timings.items():
     print(
-        f"{name:>12} {program:<13} {threads} thread(s): {median_ms(samples):8.2f} ms "
+        f"{name:>12} {program:<13} threads {threads}: {median_ms(samples):8.2f} ms "
         f"± {spread_ms(samples):6.2f} ms ({len(samples)} runs) "
         f"{speedup(name, program, threads):6.2f}x eager"
     )
@@ -619,29 +619,23 @@ for name in models:
 # %%
 # The measurements
 # ----------------
-# The build recorded the table below from the timings above. Read the
-# speed-up column rather than the milliseconds: on a shared or busy machine
-# the medians move and the spread grows, while the ratios move less, and
-# least with one thread. Speed-ups compare programs at the same thread count.
+# Read the speed-up column rather than the milliseconds: on a shared or busy
+# machine the medians move and the spread grows, while the ratios move less,
+# and least with one thread. Speed-ups compare programs at the same thread count.
 #
 # While the programs were timed (:fact:`benchmark_xnnpack_speedup/held_seconds`
-# seconds), the build stopped its other recipes that were running
-# (:fact:`benchmark_xnnpack_speedup/recipes_stopped`), so the timings had the
-# cores to themselves; work outside the build took
-# :fact:`benchmark_xnnpack_speedup/other_share` of the machine meanwhile, and
-# the host of this virtual machine :fact:`benchmark_xnnpack_speedup/steal_share`
-# (read from the kernel's CPU counters; a figure taken while more than
-# :fact:`benchmark_xnnpack_speedup/busy_share` went elsewhere is marked as
-# timed on a busy machine). The 1-minute load
-# average printed above says less: it lags a minute behind, so it still counts
-# the recipes stopped just before the timing. Two-thread figures suffer most
-# from other work: a thread pool waits for its slowest thread at the end of
-# every operator, and a thread the operating system does not schedule holds up
-# the others. A two-thread row far slower than its one-thread row, with a wide
-# spread, is the sign of a busy machine, not of the program.
+# seconds), other work took :fact:`benchmark_xnnpack_speedup/other_share` of the
+# machine and the host of this virtual machine
+# :fact:`benchmark_xnnpack_speedup/steal_share` (from the kernel's CPU counters;
+# a figure taken while more than :fact:`benchmark_xnnpack_speedup/busy_share`
+# went elsewhere is marked as timed on a busy machine). The 1-minute load
+# average printed above lags a minute behind and says less. Two-thread figures
+# suffer most from other work: a thread pool waits for its slowest thread at the
+# end of every operator. A two-thread row far slower than its one-thread row,
+# with a wide spread, is the sign of a busy machine, not of the program.
 #
 # .. fact-table:: benchmark_xnnpack_speedup/latency
-#    :caption: One 224x224 image, measured by this build
+#    :caption: One 224x224 image
 #
 # The models above are torchvision's with random weights. A published model
 # with its pretrained weights, the CREPE pitch tracker, is timed in fp32 and
@@ -651,4 +645,4 @@ for name in models:
 # :doc:`/gallery/quantization/remove_int8_conversions_from_crepe_tiny` says why.
 #
 # .. fact-table:: quantize_crepe_pitch_tracker/latency
-#    :caption: CREPE, one frame per call, measured by quantize_crepe_pitch_tracker in this build
+#    :caption: CREPE, one frame per call, timed by quantize_crepe_pitch_tracker

@@ -193,7 +193,7 @@ facts.record("cold_build_seconds", build_seconds, f"{build_seconds:.1f} s")
 facts.record("compiled_files", compiled)
 facts.record_table(
     "build_log",
-    ["cmake --build (first build)"],
+    ["What the first build printed"],
     [[line] for line in build_log.strip().splitlines()],
 )
 # The build shares the machine with the site's other recipes: the bound leaves room for that.
@@ -356,15 +356,15 @@ facts.record_table(
 from xnnguide.core import timings
 
 run_load = run_window.close()
-# The runner's one load time, on the pool the runtime sized (no --threads), is a timing like any other: the
-# transcript ends with a line that says so, and flags a busy machine.
-load_note = timings.busy_note(run_load) or "on a quiet machine"
+# The runner's one load time is a timing like any other: the transcript's last line gives its conditions.
+load_note = timings.busy_note(run_load)  # "" on a quiet machine
 timings.record_timing_table(
     "fp32_transcript",
     [f"./runner {fp32_pte}"],
     [[line] for line in fp32_lines[: header_index + 3]]
     + [[f"({len(fp32_lines) - header_index - 3} more lines)"],
-       [f"(the load time: one load, batch 1, threads as the runtime sized its pool; {load_note})"]],
+       [f"(the load time: one load, batch 1, threads as the runtime sized its pool"
+         f"{'; ' + load_note if load_note else ''})"]],
     timed=[{"kind": "latency", "subject": "loading MobileNet V2 fp32 .pte in the C++ runner, one load",
             "threads": None, "batch": 1}],
     load=run_load,

@@ -192,7 +192,7 @@ print(profile.to_string(index=False))
 # sphinx_gallery_start_ignore
 held.release()
 hold = facts.record("timing_hold", held.record())
-facts.record("threads", threads)
+facts.record("threads", threads, f"{threads} thread{'s' * (threads != 1)}")
 assert (profile["kind"] == "DELEGATE_CALL").any() and profile[
     "is_delegated_op"
 ].any(), profile
@@ -207,12 +207,10 @@ assert not mobilenet_outside, (
     mobilenet_outside
 )  # the page says MobileNet V2 leaves nothing outside XNNPACK
 facts.record("etdump_runs", 5)
-facts.record(
-    "etdump_delegate_calls",
-    int(profile.loc[profile["kind"] == "DELEGATE_CALL", "count"].sum()),
-)
+calls = int(profile.loc[profile["kind"] == "DELEGATE_CALL", "count"].sum())
+facts.record("etdump_delegate_calls", calls, f"{calls} delegate call{'s' * (calls != 1)}")
 facts.record("etdump_xnnpack_kinds", int(profile["is_delegated_op"].sum()))
-facts.record("etdump_outside_ops", ", ".join(mobilenet_outside) or "none")
+facts.record("etdump_outside_ops", ", ".join(mobilenet_outside) or "no operator")
 from xnnguide.core import timings
 
 timings.record_timing_table(

@@ -190,7 +190,7 @@ for name, run in option_runs.items():
 # sphinx_gallery_start_ignore
 held.release()
 hold = facts.record("timing_hold", held.record())
-facts.record("threads", threads)
+facts.record("threads", threads, f"{threads} thread{'s' * (threads != 1)}")
 defaults, cached = option_runs["defaults"], option_runs["weight cache on"]
 # What the backend reports it was set to: each flag reached it.
 assert defaults["options"] == [

@@ -188,7 +188,7 @@ from xnnguide.core import timings
 # The Python runtime's pool has the threads the runner was given, so the two compare.
 assert _threadpool_get_thread_count() == threads, (_threadpool_get_thread_count(), threads)
 facts.record("latency_line", latency_line)
-facts.record("threads", threads)
+facts.record("threads", threads, f"{threads} thread{'s' * (threads != 1)}")
 facts.record("runs", runs)
 timings.record_latency(
     "cpp_ms",

@@ -509,18 +509,17 @@ facts.record("seconds", seconds, ", ".join(f"{k} {v:.0f} s" for k, v in seconds.
 # tone is :fact:`quantize_crepe_pitch_tracker/one_tone`):
 #
 # .. fact-table:: quantize_crepe_pitch_tracker/accuracy
-#    :caption: CREPE, raw pitch accuracy, mean cents error and octave errors, measured by this build
+#    :caption: CREPE, raw pitch accuracy, mean cents error and octave errors
 #
-# Latency of one frame per call, while the build's other recipes were
-# stopped:
+# Latency of one frame per call:
 #
 # .. fact-table:: quantize_crepe_pitch_tracker/latency
-#    :caption: CREPE, median latency of one frame and .pte size, measured by this build
+#    :caption: CREPE, median latency of one frame and .pte size
 #
 # Each convolution's median time in the ETDump trace, fp32 against int8:
 #
 # .. fact-table:: quantize_crepe_pitch_tracker/convolutions
-#    :caption: CREPE's convolutions in the ETDump trace, measured by this build
+#    :caption: CREPE's convolutions in the ETDump trace
 #
 # Why int8 does not pay on the tiny model, and the rewrite that makes it
 # pay, are in :doc:`remove_int8_conversions_from_crepe_tiny`.

@@ -438,7 +438,7 @@ facts.record("seconds", seconds, ", ".join(f"{k} {v:.0f} s" for k, v in seconds.
 # -------------------------
 #
 # .. fact-table:: remove_int8_conversions_from_crepe_tiny/variants
-#    :caption: Tiny CREPE's programs: what the delegate converts, the trace's times and the median call, measured by this build
+#    :caption: Tiny CREPE's programs: what the delegate converts, the trace's times and the median call
 #
 # The quantize nodes counted in the graph say little: a quantize and
 # dequantize pair between two int8 operators costs nothing, so only the

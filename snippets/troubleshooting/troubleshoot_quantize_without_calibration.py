@@ -61,8 +61,8 @@ def quantize(calibration_batches):
 
 calibrated, calibrated_warnings = quantize(images[:128].split(16))
 uncalibrated, uncalibrated_warnings = quantize([])
-print(f"calibrated: {len(calibrated_warnings)} warning(s)")
-print(f"uncalibrated: {len(uncalibrated_warnings)} warning(s):")
+print(f"warnings when calibrated: {len(calibrated_warnings)}")
+print(f"warnings when not calibrated: {len(uncalibrated_warnings)}")
 for message in sorted(set(uncalibrated_warnings)):
     print("  ", " ".join(message.split()))
 # [end nocal_quantize]

@@ -548,7 +548,7 @@ timings.record_timing_table(
 
 # %%
 # .. fact-table:: troubleshoot_weight_only_linear_layers/comparison
-#    :caption: Two linear layers, five programs, measured by this build
+#    :caption: Two linear layers, five programs
 #
 # The torchao weight-only file is
 # :fact:`troubleshoot_weight_only_linear_layers/torchao_kib` against
