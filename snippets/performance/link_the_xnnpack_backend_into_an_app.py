@@ -25,7 +25,10 @@ from executorch.exir import to_edge_transform_and_lower
 
 torch.manual_seed(0)
 model = torch.nn.Sequential(
-    torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(8 * 14 * 14, 10)
+    torch.nn.Conv2d(3, 8, 3),
+    torch.nn.ReLU(),
+    torch.nn.Flatten(),
+    torch.nn.Linear(8 * 14 * 14, 10),
 ).eval()
 ones = torch.ones(1, 3, 16, 16)  # the runner's input when it is given no input file
 lowered = to_edge_transform_and_lower(
@@ -45,6 +48,7 @@ with open(pte, "wb") as file:
 # hand, with the compiler, the wheel's headers and the definitions its
 # libraries were built with.
 
+# [gallery-only compile_runner]
 # [start compile_runner]
 import importlib.util
 import shutil
@@ -109,7 +113,11 @@ def needed(program):
     """The shared libraries the program asks the loader for (its DT_NEEDED entries)."""
     dynamic = subprocess.run(["readelf", "-d", str(program)], check=True,
                              capture_output=True, text=True).stdout
-    return [line.split("[")[1].rstrip("]") for line in dynamic.splitlines() if "(NEEDED)" in line]
+    return [
+        line.split("[")[1].rstrip("]")
+        for line in dynamic.splitlines()
+        if "(NEEDED)" in line
+    ]
 
 
 dropped = link("runner_dropped", LIBRARIES)
@@ -148,9 +156,11 @@ print("needs:", ", ".join(needed(kept)))
 printed = subprocess.run([str(kept), pte], check=True, capture_output=True,
                          text=True).stdout.splitlines()
 start = printed.index("output 0: Float [1, 10]") + 1
-cpp_output = torch.tensor([float(value) for value in printed[start : start + 10]])
+values = [float(value) for value in printed[start : start + 10]]
+cpp_output = torch.tensor(values).reshape(1, 10)
 with torch.no_grad():
-    torch.testing.assert_close(cpp_output.reshape(1, 10), model(ones), atol=1e-5, rtol=1e-5)
+    eager_output = model(ones)
+torch.testing.assert_close(cpp_output, eager_output, atol=1e-5, rtol=1e-5)
 print("the output matches eager PyTorch (atol 1e-5)")
 # [end link_kept]
 

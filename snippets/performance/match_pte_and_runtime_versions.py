@@ -37,7 +37,8 @@ with open("small_mlp.pte", "wb") as file:
     file.write(data)
 print("format:", data[4:8].decode(), " extended header:", data[8:12].decode())
 
-output = Runtime.get().load_program("small_mlp.pte").load_method("forward").execute([example])[0]
+method = Runtime.get().load_program("small_mlp.pte").load_method("forward")
+output = method.execute([example])[0]
 with torch.no_grad():
     torch.testing.assert_close(output, model(example), atol=1e-5, rtol=1e-5)
 # [end read_format]
@@ -97,6 +98,7 @@ facts.record("later_format", later_format)
 # branches are named after the release. Pin them to the release that
 # wrote the ``.pte``, the one installed here.
 
+# [gallery-only app_packages]
 # [start app_packages]
 from importlib.metadata import version
 

@@ -89,17 +89,22 @@ runner = build_dir / "runner"
 def run_runner(*arguments):
     """What the runner printed for the program, with *arguments* after it."""
     return subprocess.run(
-        [str(runner), pte, *map(str, arguments)], check=True, capture_output=True, text=True
+        [str(runner), pte, *map(str, arguments)],
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.splitlines()
 
 
 printed = run_runner()
 start = printed.index("output 0: Float [1, 1000]") + 1
 cpp_output = torch.tensor([float(value) for value in printed[start : start + 1000]])
-python_output = Runtime.get().load_program(pte).load_method("forward").execute([ones])[0]
+method = Runtime.get().load_program(pte).load_method("forward")
+python_output = method.execute([ones])[0]
 with torch.no_grad():
     eager_output = model(ones)
-torch.testing.assert_close(cpp_output.reshape(1, 1000), eager_output, atol=1e-4, rtol=1e-4)
+cpp_output = cpp_output.reshape(1, 1000)
+torch.testing.assert_close(cpp_output, eager_output, atol=1e-4, rtol=1e-4)
 torch.testing.assert_close(python_output, eager_output, atol=1e-4, rtol=1e-4)
 
 # sphinx_gallery_start_ignore
@@ -123,7 +128,8 @@ assert eager_output.abs().max().item() > 0.1, "outputs too small for atol=1e-4"
 # [start default_threads]
 import os
 
-last_line = run_runner("--iterations", 1)[-2]  # "median latency: ... ms over 1 runs, N threads"
+# The line before the last: "median latency: ... ms over 1 runs, N threads"
+last_line = run_runner("--iterations", 1)[-2]
 default_threads = int(last_line.split(", ")[-1].split()[0])
 print(f"{os.cpu_count()} cores here; the runtime's pool has {default_threads} threads")
 # [end default_threads]
