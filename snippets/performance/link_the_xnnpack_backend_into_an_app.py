@@ -180,6 +180,13 @@ assert archives == [], archives
 shipped = sorted(path.name for path in lib.glob("*.so"))
 assert "libexecutorch_backend_xnnpack.so" in shipped
 facts.record("shipped_libraries", ", ".join(shipped))
+# The kernel levels the x86-64 backend library names (the overview's "what XNNPACK needs of a CPU"):
+# XNNPACK's microkernels are named xnn_<op>_ukernel_<tile>__<isa>_<variant>.
+binary = (lib / "libexecutorch_backend_xnnpack.so").read_bytes()
+levels = set(re.findall(rb"xnn_\w+?_ukernel\w*?__((?:sse|avx|fma|f16c)[a-z0-9]*)", binary))
+levels = sorted(level.decode() for level in levels)
+assert {"sse2", "avx", "avx2", "avx512f"} <= set(levels), levels
+facts.record("x86_kernel_levels", ", ".join(levels))
 # The CMake package's imported targets wrap each library in the same retention (why the CMake-built
 # runner of the other recipes keeps its backend).
 config = (executorch_dir / "share" / "cmake" / "executorch-config.cmake").read_text()
