@@ -77,7 +77,8 @@ def test_the_page_shows_the_dropped_and_kept_links_as_measured(built_site):
 
     recorded = facts.load(records_dir(GALLERY) / "facts" / "link_the_xnnpack_backend_into_an_app.json")
     shown = shown_facts(built_site / PAGE)
-    for key in ("dropped_needs", "shipped_libraries", "kept_needs"):
+    for key in ("dropped_needs", "shipped_libraries", "kept_needs", "plain_archive_backends",
+                "whole_archive_backends"):
         assert recorded[key]["display"] in shown, f"{PAGE} does not show {key}"
     # The library the dropped link lost is the backend's, and the kept link has it.
     assert "libexecutorch_backend_xnnpack.so" not in recorded["dropped_needs"]["display"]

@@ -9,8 +9,9 @@ the ``.pte`` then fails to load with "Backend XnnpackBackend is not
 registered". This recipe links the C++ runner of
 :doc:`build_and_run_pte_from_cpp` by hand against the wheel's libraries,
 once the way a linker drops the backend and once with the fix, and runs
-both. The how-to page :doc:`/guides/run_on_device` covers the static
-archives of an app build.
+both; then does the same with a static archive, as an app build links
+one, of a stand-in backend. The how-to page :doc:`/guides/run_on_device`
+walks through it.
 """
 
 # %%
@@ -194,12 +195,60 @@ assert re.search(r'"LINKER:--push-state,--no-as-needed,\$\{_library\},--pop-stat
 # sphinx_gallery_end_ignore
 
 # %%
-# With CMake, and with static archives
-# ------------------------------------
+# With CMake
+# ----------
 # The CMake package in the wheel adds ``--push-state,--no-as-needed`` around
-# each of its libraries for you, which is why the runner CMake builds keeps
-# its backend. An app that builds ExecuTorch from source for a phone links
-# *static archives* instead, where the linker drops every object file that
-# nothing calls, the backend's registration among them; the fix there is
-# ``--whole-archive`` (``-force_load`` on Apple platforms). The wheel ships
-# no static archive, so this recipe cannot link one.
+# each of its libraries for you, which is why the runner the other recipes
+# build with CMake keeps its backend.
+#
+# Static archives: the same drop, and the fix
+# -------------------------------------------
+# An app that builds ExecuTorch from source for a phone links *static
+# archives* (``libxnnpack_backend.a``). From an archive the linker takes
+# only the object files that define something the program calls, so the
+# object that registers the backend stays out. The wheel ships no static
+# archive, so this recipe makes one of a stand-in: ``static_backend/``
+# holds a backend that registers itself the way XNNPACK's does, and a
+# program that lists the backends the runtime has. Linked plainly, then
+# with ``--whole-archive``:
+
+# [start static_archive]
+source = Path("cpp_runner") / "static_backend"
+for name in ("registering_backend", "list_backends"):
+    subprocess.run(
+        [compiler, "-std=c++17", "-O2", "-c", str(source / f"{name}.cpp"),
+         "-o", str(build_dir / f"{name}.o"),
+         f"-I{include}",
+         f"-I{include}/executorch/runtime/core/portable_type/c10",
+         "-DC10_USING_CUSTOM_GENERATED_MACROS", "-DET_EVENT_TRACER_ENABLED"],
+        check=True, capture_output=True,
+    )
+archive = build_dir / "libstand_in_backend.a"
+archive.unlink(missing_ok=True)
+subprocess.run(["ar", "rcs", str(archive), str(build_dir / "registering_backend.o")],
+               check=True)
+
+for name, archive_flags in (
+    ("plain", [str(archive)]),
+    ("whole", ["-Wl,--whole-archive", str(archive), "-Wl,--no-whole-archive"]),
+):
+    program = build_dir / f"list_backends_{name}"
+    subprocess.run(
+        [compiler, str(build_dir / "list_backends.o"), "-o", str(program),
+         *archive_flags, f"-L{lib}", f"-Wl,-rpath,{lib}", "-lexecutorch"],
+        check=True, capture_output=True,
+    )
+    listed = subprocess.run([str(program)], check=True, capture_output=True,
+                            text=True).stdout
+    print(f"{name}: {' / '.join(listed.splitlines())}")
+# [end static_archive]
+
+# sphinx_gallery_start_ignore
+# xnnguide_depends_on = cpp_runner/static_backend/registering_backend.cpp cpp_runner/static_backend/list_backends.cpp
+plain = subprocess.run([str(build_dir / "list_backends_plain")], capture_output=True, text=True).stdout
+whole = subprocess.run([str(build_dir / "list_backends_whole")], capture_output=True, text=True).stdout
+assert plain.splitlines() == ["0 backend(s) registered"], plain
+assert whole.splitlines() == ["StandInBackend", "1 backend(s) registered"], whole
+facts.record("plain_archive_backends", plain.splitlines()[-1])
+facts.record("whole_archive_backends", " / ".join(whole.splitlines()))
+# sphinx_gallery_end_ignore
