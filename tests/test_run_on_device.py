@@ -1,0 +1,85 @@
+"""The phone page: linked from the landing page, its app packages pinned to the site's release, its link
+figures those the recipe measured."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import DOCS, ROOT, page_text, shown_facts, soup
+
+pytestmark = pytest.mark.static
+
+PAGE = "guides/run_on_device.html"
+# Every way the built page names a release of ExecuTorch: a pip pin, the Android library's Maven
+# coordinates, the Swift package's branch.
+RELEASE_MENTIONS = {
+    "pip": re.compile(r"executorch==([0-9][0-9A-Za-z.+-]*)"),
+    "Maven": re.compile(r"org\.pytorch:executorch-android:([0-9][0-9A-Za-z.+-]*)"),
+    "Swift package": re.compile(r"swiftpm-([0-9][0-9A-Za-z.+-]*)"),
+}
+
+
+def pinned_executorch(requirements: str) -> str:
+    """The executorch release requirements.txt pins; a one-line error when it pins none."""
+    found = re.findall(r"^executorch==(\S+)\s*$", requirements, re.M)
+    if len(found) != 1:
+        raise ValueError(f"requirements.txt pins executorch {len(found)} times, expected once")
+    return found[0]
+
+
+def release_problems(text: str, pinned: str) -> list[str]:
+    """Each release *text* names that is not *pinned*, and each kind of mention *text* lacks."""
+    problems = []
+    for kind, pattern in RELEASE_MENTIONS.items():
+        named = pattern.findall(text)
+        if kind != "pip" and not named:
+            problems.append(f"the page names no {kind} release")
+        problems += [f"{kind} names {release}, requirements.txt pins executorch=={pinned}"
+                     for release in named if release != pinned]
+    return problems
+
+
+def test_release_problems_finds_a_drifted_pin():
+    text = 'implementation("org.pytorch:executorch-android:1.4.1") branch: "swiftpm-1.5.1"'
+    assert release_problems(text, "1.5.1") == [
+        "Maven names 1.4.1, requirements.txt pins executorch==1.5.1"]
+    assert release_problems("nothing", "1.5.1") == [
+        "the page names no Maven release", "the page names no Swift package release"]
+    with pytest.raises(ValueError):
+        pinned_executorch("torch==2.14.1\n")
+
+
+@pytest.mark.build
+def test_the_app_packages_on_the_page_are_the_pinned_release(built_site):
+    pinned = pinned_executorch((ROOT / "requirements.txt").read_text(encoding="utf-8"))
+    problems = release_problems(page_text(built_site / PAGE), pinned)
+    assert not problems, f"{PAGE}: " + "; ".join(problems)
+
+
+@pytest.mark.build
+def test_the_landing_page_links_the_phone_page_from_step_three(built_site):
+    steps = soup(built_site / "index.html").select("ol > li")
+    assert len(steps) >= 3, "the landing page lost its numbered steps"
+    assert any(link.get("href") == PAGE for link in steps[2].find_all("a")), (
+        f"step 3 of the landing page does not link {PAGE}")
+
+
+def test_the_page_carries_the_label_the_cpp_guide_links():
+    assert (DOCS / "guides" / "run_on_device.md").read_text(encoding="utf-8").startswith("(run-on-device)=\n")
+
+
+@pytest.mark.build
+def test_the_page_shows_the_dropped_and_kept_links_as_measured(built_site):
+    from conftest import GALLERY
+    from xnnguide.core import facts
+    from xnnguide.core.records import records_dir
+
+    recorded = facts.load(records_dir(GALLERY) / "facts" / "link_the_xnnpack_backend_into_an_app.json")
+    shown = shown_facts(built_site / PAGE)
+    for key in ("dropped_needs", "shipped_libraries", "kept_needs", "plain_archive_backends",
+                "whole_archive_backends"):
+        assert recorded[key]["display"] in shown, f"{PAGE} does not show {key}"
+    # The library the dropped link lost is the backend's, and the kept link has it.
+    assert "libexecutorch_backend_xnnpack.so" not in recorded["dropped_needs"]["display"]
+    assert "libexecutorch_backend_xnnpack.so" in recorded["kept_needs"]["display"]
