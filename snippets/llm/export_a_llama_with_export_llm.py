@@ -70,10 +70,9 @@ commands = {
 
 started = time.perf_counter()
 with ThreadPoolExecutor() as pool:
-    runs = {
-        name: pool.submit(subprocess.run, command, cwd=work, capture_output=True, text=True)
-        for name, command in commands.items()
-    }
+    runs = {name: pool.submit(subprocess.run, command, cwd=work,
+                              capture_output=True, text=True)
+            for name, command in commands.items()}
 for name, run in runs.items():
     if run.result().returncode != 0:
         sys.exit(f"export_llm {name}: {run.result().stderr.strip().splitlines()[-1]}")
@@ -114,47 +113,29 @@ for name, path in programs.items():
 
 # sphinx_gallery_start_ignore
 import os
-import shlex
 
 from executorch.runtime import Runtime
 
 from xnnguide.core import facts
+from xnnguide.recipe_checks import commands as typed
 
 # Both programs carry the tokenizer's ids, and generation ended at the end
 # marker, before max_new_tokens.
 for name, path in programs.items():
     program = Runtime.get().load_program(path)
     stored = {key: program.load_method(key).execute([]) for key in ids}
-    assert stored == {"get_bos_id": [ids["get_bos_id"]], "get_eos_ids": ids["get_eos_ids"]}, stored
+    assert stored == {"get_bos_id": [ids["get_bos_id"]], "get_eos_ids": ids["get_eos_ids"]}
     text, count = generated[name]
     assert text.endswith("<|eos|>") and count < greedy.max_new_tokens, (name, text, count)
 sizes = {name: os.path.getsize(path) for name, path in programs.items()}
 assert sizes["8da4w"] < 0.5 * sizes["fp32"], sizes
 assert not (work / "outputs").exists() and not list(work.rglob(".hydra"))
-
-
-def shown(command):
-    """The command as a reader types it: one option a line, quotes only where the shell needs them."""
-    words = ["python", *command[1:]]
-    quoted = [
-        '"' + word.replace('"', '\\"') + '"' if "'" in word else shlex.quote(word) for word in words
-    ]
-    return " \\\n    ".join([" ".join(quoted[:3]), *quoted[3:]])
-
-
-for name, command in commands.items():
-    assert shlex.split(shown(command).replace("\\\n", "")) == ["python", *command[1:]]
-facts.record("commands", commands, "\n\n".join(shown(c) for c in commands.values()))
-facts.record("metadata", ids, json.dumps(ids))
-facts.record("group_size", GROUP_SIZE)
-facts.record("context", CONTEXT)
-facts.record("export_seconds", export_seconds, f"{export_seconds:.0f} s")
+facts.record("commands", commands, "\n\n".join(map(typed.as_typed, commands.values())))
 for name, size in sizes.items():
     facts.record(f"size_{name}", size, f"{size / 1024:,.0f} KiB")
 for name, (text, count) in generated.items():
     facts.record(f"generated_{name}", text, repr(text))
     facts.record(f"generated_tokens_{name}", count)
-facts.record("prompt", prompt, repr(prompt))
 facts.record("max_new_tokens", greedy.max_new_tokens)
 facts.record("default_temperature", GenerationConfig().temperature,
              f"{GenerationConfig().temperature:.1f}")

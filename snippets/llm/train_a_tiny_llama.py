@@ -102,7 +102,7 @@ model = construct_transformer(
 )
 train_ids = token_stream(train_lines)
 optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=3e-3, total_steps=STEPS)
+schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, 3e-3, total_steps=STEPS)
 windows = torch.Generator().manual_seed(0)
 threads = torch.get_num_threads()
 torch.set_num_threads(1)

@@ -16,8 +16,7 @@ program of :doc:`export_a_llama_with_export_llm`.
 # sphinx_gallery_start_ignore
 from xnnguide.recipe_checks import shared_files
 
-for maker in ["train_a_tiny_llama.py", "export_a_llama_with_export_llm.py"]:
-    shared_files.ensure("tiny_llama", maker)
+shared_files.ensure("tiny_llama", "train_a_tiny_llama.py", "export_a_llama_with_export_llm.py")
 # sphinx_gallery_end_ignore
 # [start pitfall_generation_defaults]
 import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401
@@ -29,7 +28,8 @@ defaults = GenerationConfig()
 print(f"temperature {defaults.temperature:.1f}, echo {defaults.echo}, "
       f"max_new_tokens {defaults.max_new_tokens}")
 sampled = []
-runner.generate(prompt, GenerationConfig(max_new_tokens=24), token_callback=sampled.append)
+runner.generate(prompt, GenerationConfig(max_new_tokens=24),
+                token_callback=sampled.append)
 print("".join(sampled))
 # [end pitfall_generation_defaults]
 

@@ -36,8 +36,10 @@ failed = subprocess.run(
      f"base.checkpoint={work / 'tiny_llama.pth'}"],
     cwd=empty, capture_output=True, text=True,
 )
-error_line = next(line for line in failed.stderr.splitlines() if line.startswith("TypeError"))
-left_behind = sorted(str(path.relative_to(empty)) for path in empty.rglob("*") if path.is_file())
+error_line = next(line for line in failed.stderr.splitlines()
+                  if line.startswith("TypeError"))
+left_behind = sorted(str(path.relative_to(empty))
+                     for path in empty.rglob("*") if path.is_file())
 print(failed.returncode, error_line)
 print(left_behind)
 # [end pitfall_params]

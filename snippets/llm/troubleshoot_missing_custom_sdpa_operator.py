@@ -20,27 +20,28 @@ with the programs of :doc:`export_a_llama_with_export_llm` and
 # sphinx_gallery_start_ignore
 from xnnguide.recipe_checks import shared_files
 
-for maker in ["train_a_tiny_llama.py", "export_a_llama_with_export_llm.py",
-              "export_a_llama_from_python.py"]:
-    shared_files.ensure("tiny_llama", maker)
+shared_files.ensure("tiny_llama", "train_a_tiny_llama.py", "export_a_llama_with_export_llm.py",
+                    "export_a_llama_from_python.py")
 # sphinx_gallery_end_ignore
 # [start pitfall_custom_ops]
 import subprocess
 import sys
 
 
-def generate_without_import(path):
+def generate_in_fresh_python(path, first_line=""):
     script = (
-        "from executorch.extension.llm.runner import GenerationConfig, TextLLMRunner\n"
+        first_line + "from executorch.extension.llm.runner import "
+        "GenerationConfig, TextLLMRunner\n"
         f"runner = TextLLMRunner({path!r}, 'tiny_llama/tokenizer.json')\n"
         "runner.generate('<|bos|>    def ', GenerationConfig(temperature=0.0))\n"
     )
-    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-c", script],
+                          capture_output=True, text=True)
 
 
-missing_op = generate_without_import("tiny_llama/tiny_llama_fp32.pte")
+missing_op = generate_in_fresh_python("tiny_llama/tiny_llama_fp32.pte")
 print(missing_op.returncode, missing_op.stderr.strip().splitlines()[-1])
-without_op = generate_without_import("tiny_llama/tiny_llama_no_custom_sdpa.pte")
+without_op = generate_in_fresh_python("tiny_llama/tiny_llama_no_custom_sdpa.pte")
 print(without_op.returncode)
 # [end pitfall_custom_ops]
 
@@ -51,16 +52,22 @@ print(without_op.returncode)
 # ``model.use_sdpa_with_kv_cache=false`` and accept a slower decode
 # (:doc:`measure_a_tiny_llama_perplexity_and_speed` measures by how much).
 
+# [start custom_ops_fix]
+fixed = generate_in_fresh_python(
+    "tiny_llama/tiny_llama_fp32.pte",
+    "import executorch.extension.llm.custom_ops.custom_ops\n",
+)
+print(fixed.returncode)
+# [end custom_ops_fix]
+
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts
 
-assert missing_op.returncode != 0 and without_op.returncode == 0, (
-    missing_op.stderr[-500:], without_op.stderr[-500:])
+assert without_op.returncode == fixed.returncode == 0, without_op.stderr[-500:]
 missing_ops = sorted({line.split()[-1] for line in missing_op.stderr.splitlines()
                       if "Missing operator" in line})
-assert "llama::custom_sdpa.out" in missing_ops, missing_ops
 raised_line = missing_op.stderr.strip().splitlines()[-1]
-assert raised_line == "RuntimeError: Generation failed", raised_line
+assert "llama::custom_sdpa.out" in missing_ops and raised_line == "RuntimeError: Generation failed"
 facts.record("missing_operators", missing_ops, " and ".join(missing_ops))
 facts.record("missing_operator_error", raised_line, raised_line)
 # sphinx_gallery_end_ignore

@@ -73,11 +73,14 @@ def mark(folder: str | os.PathLike[str], recipe: str | os.PathLike[str]) -> None
     os.replace(tmp, key)
 
 
-def ensure(folder: str | os.PathLike[str], recipe: str | os.PathLike[str]) -> float:
-    """Make *folder* (relative to the working directory) hold what *recipe* writes there; return the seconds
-    spent making it (0 when it was already there). Raises ``RuntimeError`` with the recipe's last error line
-    when the recipe fails."""
-    folder, recipe = Path(folder).resolve(), _recipe_path(recipe)
+def ensure(folder: str | os.PathLike[str], *recipes: str | os.PathLike[str]) -> float:
+    """Make *folder* (relative to the working directory) hold what each of *recipes* (sibling recipe files, in
+    the order they must run) writes there; return the seconds spent making it (0 when it was already there).
+    Raises ``RuntimeError`` with a recipe's last error line when it fails."""
+    return sum(_ensure_one(Path(folder).resolve(), _recipe_path(recipe)) for recipe in recipes)
+
+
+def _ensure_one(folder: Path, recipe: Path) -> float:
     with _locked(folder):
         if is_current(folder, recipe):
             return 0.0
