@@ -57,7 +57,6 @@ print(program)
 # The runner loads this program without the ``custom_ops`` import the
 # custom SDPA operator needs.
 
-# [start generate]
 from executorch.extension.llm.runner import GenerationConfig, TextLLMRunner
 
 runner = TextLLMRunner(program, str(work / "tokenizer.json"))
@@ -65,7 +64,6 @@ pieces = []
 runner.generate("<|bos|>    def ", GenerationConfig(temperature=0.0, echo=False),
                 token_callback=pieces.append)
 print("".join(pieces))
-# [end generate]
 
 # sphinx_gallery_start_ignore
 import sys

@@ -33,7 +33,6 @@ from xnnguide.recipe_checks import shared_files
 
 shared_files.ensure("tiny_llama", "train_a_tiny_llama.py")
 # sphinx_gallery_end_ignore
-# [start cli]
 import json
 import pathlib
 import subprocess
@@ -79,7 +78,6 @@ for name, run in runs.items():
 export_seconds = time.perf_counter() - started
 programs = {name: str(work / f"tiny_llama_{name}.pte") for name in commands}
 print(f"{export_seconds:.0f} s: {programs}")
-# [end cli]
 
 # %%
 # Generate until the end marker

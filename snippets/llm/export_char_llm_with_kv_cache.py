@@ -16,7 +16,6 @@ ExecuTorch runtime and is measured against eager PyTorch.
 # Standard-library source from the running Python. Tokens are ASCII bytes
 # (others become ``?``): 128 of them, no tokenizer. The last tenth is held out.
 
-# [start llm_data]
 import pathlib
 import sysconfig
 
@@ -29,7 +28,6 @@ text = "".join((library / f"{name}.py").read_text(encoding="utf-8") for name in 
 data = torch.tensor(list(text.encode("ascii", errors="replace")))
 split = int(0.9 * len(data))
 train_data, held_out = data[:split], data[split:]
-# [end llm_data]
 
 # %%
 # A decoder with a static KV cache
@@ -40,7 +38,6 @@ train_data, held_out = data[:split], data[split:]
 # rows of a causal mask: prefill passes the prompt at 0, decode one token at
 # the next position. Without ``input_pos`` (training) the cache is left alone.
 
-# [start llm_model]
 import torch.nn.functional as F
 
 CONTEXT, VOCAB = 64, 128
@@ -107,7 +104,6 @@ class CharLM(torch.nn.Module):
         for block in self.blocks:
             x = block(x, input_pos)
         return self.head(self.norm(x))
-# [end llm_model]
 
 # %%
 # Train it
@@ -115,7 +111,6 @@ class CharLM(torch.nn.Module):
 # AdamW on random windows, one thread, fixed seeds: every run trains the same
 # network.
 
-# [start llm_train]
 import time
 
 STEPS, BATCH = 400, 16
@@ -140,7 +135,6 @@ training_seconds = time.perf_counter() - started
 torch.set_num_threads(threads)
 model.eval().requires_grad_(False)
 print(f"trained in {training_seconds:.1f} s")
-# [end llm_train]
 
 # %%
 # Quantize: one group size, one bit width
@@ -149,7 +143,6 @@ print(f"trained in {training_seconds:.1f} s")
 # scale per group of ``GROUP_SIZE``, activations int8 per token at run time.
 # A second call, with a ``filter_fn``, quantizes the embeddings weight-only.
 
-# [start llm_quantize]
 import copy
 
 from torchao.quantization import Int8DynamicActivationIntxWeightConfig as DynamicInt8
@@ -165,7 +158,6 @@ quantize_(quantized, IntxWeightOnlyConfig(weight_dtype=low_bits,
                                           granularity=PerGroup(GROUP_SIZE)),
           filter_fn=lambda module, fqn: isinstance(module, torch.nn.Embedding))
 eager_models = {"fp32": model, scheme: quantized}
-# [end llm_quantize]
 
 # %%
 # Export like the LLM exporters
@@ -176,7 +168,6 @@ eager_models = {"fp32": model, scheme: quantized}
 # inputs left out of memory planning, constraint-based symbolic shapes. The
 # cache stays in the program between calls; edge IR checks are skipped.
 
-# [start llm_export]
 import executorch.kernels.quantized  # noqa: F401
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 from executorch.backends.xnnpack.utils.configs import get_transform_passes
@@ -205,7 +196,6 @@ for name, module in eager_models.items():
     paths[name] = f"char_llm_{name}.pte"
     with open(paths[name], "wb") as file:
         program.write_to_file(file)
-# [end llm_export]
 
 # %%
 # Generate text from the ``.pte``
@@ -213,7 +203,6 @@ for name, module in eager_models.items():
 # Greedy: prefill the prompt at position 0, then feed back the likeliest byte
 # one position at a time. The same loop runs the eager models.
 
-# [start llm_generate]
 from executorch.runtime import Runtime
 
 methods = {name: Runtime.get().load_program(path).load_method("forward")
@@ -237,7 +226,6 @@ with torch.no_grad():
 pte_tokens = {name: generate(lambda t, p: method.execute([t, p])[0], prompt, steps)
               for name, method in methods.items()}
 print(prompt + bytes(pte_tokens[scheme]).decode("ascii"))
-# [end llm_generate]
 
 # %%
 # Perplexity and agreement
@@ -245,7 +233,6 @@ print(prompt + bytes(pte_tokens[scheme]).decode("ascii"))
 # Over the first ``WINDOWS`` held-out windows, one prefill each; and how many
 # greedy bytes agree with the program's own eager model before they differ.
 
-# [start llm_measure]
 import math
 import os
 
@@ -277,7 +264,6 @@ for name, method in methods.items():
     print(f"{name}: perplexity eager {results[name][0]:.3f}, "
           f".pte {results[name][1]:.3f}; {results[name][2]} of {steps} greedy bytes "
           f"as eager; {results[name][3]:,} bytes")
-# [end llm_measure]
 
 # sphinx_gallery_start_ignore
 from torchao.quantization.utils import compute_error

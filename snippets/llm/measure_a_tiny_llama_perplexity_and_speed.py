@@ -24,7 +24,6 @@ from xnnguide.recipe_checks import shared_files
 shared_files.ensure("tiny_llama", "train_a_tiny_llama.py", "export_a_llama_with_export_llm.py",
                     "export_a_llama_from_python.py")
 # sphinx_gallery_end_ignore
-# [start perplexity]
 import json
 import math
 import pathlib
@@ -76,7 +75,6 @@ with torch.no_grad():
 for name, path in programs.items():
     perplexities[name] = perplexity(program_logits(path))
 print({name: round(value, 3) for name, value in perplexities.items()})
-# [end perplexity]
 
 # %%
 # Speed from the runner's ``Stats``
@@ -96,7 +94,6 @@ from xnnguide.core import quiet
 held = quiet.hold()  # the other recipes of the build stop while this one times
 timing_threads = _threadpool_get_thread_count()
 # sphinx_gallery_end_ignore
-# [start speed]
 from executorch.extension.llm.runner import GenerationConfig, TextLLMRunner
 
 RUNS = 50
@@ -121,7 +118,6 @@ speeds = {name: runner_speed(path) for name, path in programs.items()}
 for name, (first_token, tokens_per_second) in speeds.items():
     print(f"{name}: first token after {first_token:.1f} ms, "
           f"{tokens_per_second:,.0f} decode tokens/s")
-# [end speed]
 # sphinx_gallery_start_ignore
 held.release()
 # sphinx_gallery_end_ignore
@@ -133,7 +129,6 @@ held.release()
 # PyTorch, token for token: eager recomputes the whole sequence at each step,
 # the programs use their KV cache.
 
-# [start greedy_check]
 prompt_ids = tokenizer.encode("<|bos|>        if ").ids
 eager_ids = []
 with torch.no_grad():
@@ -147,7 +142,6 @@ for name in ["fp32", "no_custom_sdpa"]:
     runner.generate("<|bos|>        if ", greedy, token_callback=pieces.append)
     print(f"{name}: {''.join(pieces)!r}, eager: {eager_text!r}")
     assert "".join(pieces) == eager_text
-# [end greedy_check]
 
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts, timings

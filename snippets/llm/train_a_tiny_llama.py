@@ -23,7 +23,6 @@ trained for a few seconds on source code Python ships.
 # first two tokens, ids 0 and 1. The last tenth of the lines is held out, and
 # saved for the recipe that measures the exported programs.
 
-# [start tokenizer]
 import pathlib
 import sysconfig
 
@@ -60,7 +59,6 @@ work.mkdir(exist_ok=True)
 tokenizer.save(str(work / "tokenizer.json"))
 (work / "held_out.txt").write_text("\n".join(held_out_lines), encoding="utf-8")
 print(f"{tokenizer.get_vocab_size()} tokens; {BOS} is {bos_id}, {EOS} is {eos_id}")
-# [end tokenizer]
 
 # %%
 # A model of the ``llama3_2`` class, trained
@@ -73,7 +71,6 @@ print(f"{tokenizer.get_vocab_size()} tokens; {BOS} is {bos_id}, {EOS} is {eos_id
 # runs on one thread with fixed seeds, so every run trains the same model,
 # and asks for the logits of every position (no KV cache yet).
 
-# [start train]
 import json
 import time
 
@@ -122,7 +119,6 @@ model.eval().requires_grad_(False)
 torch.save(model.state_dict(), work / "tiny_llama.pth")
 print(f"{sum(p.numel() for p in model.parameters()):,} parameters, "
       f"trained in {training_seconds:.0f} s")
-# [end train]
 
 # sphinx_gallery_start_ignore
 import math

@@ -45,11 +45,9 @@ print(written)
 # Give ``export.output_name`` without ``.pte``: the exporter adds the suffix
 # and writes into ``export.output_dir``.
 
-# [start output_name_fix]
 import os
 
 print(os.listdir("programs"), os.path.isfile("tiny_llama_named.pte"))
-# [end output_name_fix]
 
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts

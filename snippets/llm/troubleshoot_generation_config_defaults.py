@@ -39,7 +39,6 @@ print("".join(sampled))
 # Greedy decoding, only the new text, and ``reset`` between independent
 # prompts: without it the same prompt continues where the last one stopped.
 
-# [start reset]
 greedy = GenerationConfig(temperature=0.0, echo=False, max_new_tokens=8)
 texts = []
 for reset_first in (True, False, True):
@@ -49,7 +48,6 @@ for reset_first in (True, False, True):
     runner.generate(prompt, greedy, token_callback=pieces.append)
     texts.append("".join(pieces))
 print(texts)
-# [end reset]
 
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts

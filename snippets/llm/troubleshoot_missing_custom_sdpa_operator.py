@@ -52,13 +52,11 @@ print(without_op.returncode)
 # ``model.use_sdpa_with_kv_cache=false`` and accept a slower decode
 # (:doc:`measure_a_tiny_llama_perplexity_and_speed` measures by how much).
 
-# [start custom_ops_fix]
 fixed = generate_in_fresh_python(
     "tiny_llama/tiny_llama_fp32.pte",
     "import executorch.extension.llm.custom_ops.custom_ops\n",
 )
 print(fixed.returncode)
-# [end custom_ops_fix]
 
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts

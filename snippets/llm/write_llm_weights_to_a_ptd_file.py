@@ -21,7 +21,6 @@ from xnnguide.recipe_checks import shared_files
 
 shared_files.ensure("tiny_llama", "train_a_tiny_llama.py", "export_a_llama_with_export_llm.py")
 # sphinx_gallery_end_ignore
-# [start llm_ptd]
 import json
 import pathlib
 import subprocess
@@ -54,7 +53,6 @@ if done.returncode != 0:
     sys.exit(f"export_llm: {done.stderr.strip().splitlines()[-1]}")
 for name in ["tiny_llama_split.pte", "tiny_llama_weights.ptd", "tiny_llama_fp32.pte"]:
     print(f"{name}: {(work / name).stat().st_size:,} bytes")
-# [end llm_ptd]
 
 # %%
 # Generate from the two files
