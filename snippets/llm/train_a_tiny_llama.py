@@ -105,7 +105,7 @@ threads = torch.get_num_threads()
 torch.set_num_threads(1)
 started = time.perf_counter()
 for step in range(STEPS):
-    starts = torch.randint(0, len(train_ids) - CONTEXT - 1, (BATCH,), generator=windows)
+    starts = torch.randint(len(train_ids) - CONTEXT - 1, (BATCH,), generator=windows)
     inputs = torch.stack([train_ids[i : i + CONTEXT] for i in starts])
     targets = torch.stack([train_ids[i + 1 : i + CONTEXT + 1] for i in starts])
     loss = F.cross_entropy(model(inputs).flatten(0, 1), targets.flatten())

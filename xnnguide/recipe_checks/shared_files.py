@@ -9,7 +9,8 @@ recipe calls :func:`mark` at its end. Several recipes may write into one folder 
 files, the export recipe its programs); each has its own key there, and a run of one starts from what the folder
 already holds, so that it does not make the others' files again (a recipe that needs them calls :func:`ensure`
 for them itself). The content key is a hash of the writing recipe's source and of the
-installed torch and executorch versions, so an edit to the recipe or a new release trains again.
+installed torch and executorch versions, and of the keys of the recipes whose files it reads, so an edit to
+the recipe or to one it depends on, or a new release, makes the files again.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import fcntl
 import hashlib
 import importlib.metadata
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -40,9 +42,19 @@ def _key_file(folder: Path, recipe: Path) -> Path:
     return folder / f"{KEY_PREFIX}{recipe.stem}"
 
 
+# The recipes a recipe's own ensure() calls name: their files are its inputs, so their versions are part of its key.
+_ENSURED = re.compile(r"shared_files\.ensure\(([^)]*)\)")
+
+
 def content_key(recipe: str | os.PathLike[str]) -> str:
-    """The hash that names one version of the files *recipe* writes."""
-    digest = hashlib.sha256(_recipe_path(recipe).read_bytes())
+    """The hash that names one version of the files *recipe* writes: of its source, of the keys of the
+    recipes whose files it reads (the ones its own :func:`ensure` calls name) and of the installed releases."""
+    path = _recipe_path(recipe)
+    source = path.read_text(encoding="utf-8")
+    digest = hashlib.sha256(source.encode())
+    for call in _ENSURED.findall(source):
+        for name in re.findall(r"[\"']([\w.-]+\.py)[\"']", call):
+            digest.update(content_key(path.parent / name).encode())
     for package in ("torch", "executorch", "tokenizers"):
         digest.update(f"{package}=={importlib.metadata.version(package)}".encode())
     return digest.hexdigest()
@@ -98,7 +110,8 @@ def _ensure_one(folder: Path, recipe: Path) -> float:
                 raise RuntimeError(f"{recipe.name} failed while making {folder.name}/: {lines[-1]}")
             folder.mkdir(exist_ok=True)
             for path in sorted(made.iterdir()):
-                if path.is_file() and not path.name.startswith((KEY_PREFIX, ".lock")):
+                # The keys come too: a run that had to make another recipe's files first marked them.
+                if path.is_file() and path.name != ".lock":
                     staged = folder / f".{path.name}.{os.getpid()}"
                     shutil.copyfile(path, staged)
                     os.replace(staged, folder / path.name)
