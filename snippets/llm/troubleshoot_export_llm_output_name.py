@@ -25,6 +25,7 @@ from executorch.examples.models.llama.export_llama_lib import export_llama
 from executorch.extension.llm.export.config.llm_config import LlmConfig, ModelType
 
 work = pathlib.Path("tiny_llama")
+pathlib.Path("programs").mkdir(exist_ok=True)
 written = {}
 for name in ["tiny_llama_named", "tiny_llama_named.pte"]:
     config = LlmConfig()
