@@ -6,8 +6,10 @@ A program exported with ``model.use_sdpa_with_kv_cache=true`` calls
 ExecuTorch's custom SDPA and cache-update operators, whose kernels a process
 has only after it imports ``executorch.extension.llm.custom_ops.custom_ops``.
 Without the import, ``TextLLMRunner.generate`` fails and the runtime logs
-which operators it lacks. This recipe reproduces it in a fresh interpreter
-with the programs of :doc:`export_a_llama_with_export_llm` and
+which operators it lacks. A program with a 4-bit embedding
+(``quantization.embedding_quantize``) needs ``executorch.kernels.quantized``
+the same way. This recipe reproduces both in a fresh interpreter with the
+programs of :doc:`export_a_llama_with_export_llm` and
 :doc:`export_a_llama_from_python`.
 """
 
@@ -58,6 +60,21 @@ fixed = generate_in_fresh_python(
 )
 print(fixed.returncode)
 
+# %%
+# The ``8da4w`` program's embedding runs on ExecuTorch's quantized kernels,
+# outside XNNPACK: the custom operators are not enough.
+
+no_embedding_kernel = generate_in_fresh_python(
+    "tiny_llama/tiny_llama_8da4w.pte",
+    "import executorch.extension.llm.custom_ops.custom_ops\n",
+)
+with_both = generate_in_fresh_python(
+    "tiny_llama/tiny_llama_8da4w.pte",
+    "import executorch.extension.llm.custom_ops.custom_ops\n"
+    "import executorch.kernels.quantized\n",
+)
+print(no_embedding_kernel.returncode, with_both.returncode)
+
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts
 
@@ -66,6 +83,8 @@ missing_ops = sorted({line.split()[-1] for line in missing_op.stderr.splitlines(
                       if "Missing operator" in line})
 raised_line = missing_op.stderr.strip().splitlines()[-1]
 assert "llama::custom_sdpa.out" in missing_ops and raised_line == "RuntimeError: Generation failed"
+assert no_embedding_kernel.returncode != 0 and with_both.returncode == 0, with_both.stderr[-500:]
+assert "Missing operator: [1] quantized_decomposed::embedding_4bit" in no_embedding_kernel.stderr
 facts.record("missing_operators", missing_ops, " and ".join(missing_ops))
 facts.record("missing_operator_error", raised_line, raised_line)
 # sphinx_gallery_end_ignore
