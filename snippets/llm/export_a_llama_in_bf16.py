@@ -3,10 +3,9 @@ Export a Llama in bf16 for XNNPACK
 ==================================
 
 ``model.dtype_override=bf16`` makes ``export_llm`` cast the model to bfloat16
-before export, which halves the file. XNNPACK's partitioner takes bf16
-operators only when ``backend.xnnpack.enable_bf16`` says so: without it, the
-export succeeds and the work it leaves out runs on ExecuTorch's portable
-kernels instead. This recipe exports the model of :doc:`train_a_tiny_llama`
+before export. XNNPACK's partitioner takes bf16 operators only when
+``backend.xnnpack.enable_bf16`` says so: without it, the export succeeds and
+the work it leaves out runs on ExecuTorch's portable kernels instead. This recipe exports the model of :doc:`train_a_tiny_llama`
 both ways, counts the nodes each program delegates, and runs both on
 ``TextLLMRunner``.
 """
