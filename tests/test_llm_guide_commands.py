@@ -1,0 +1,68 @@
+"""The LLM guide's commands: the 'With your own checkpoint' command, which the build cannot run (it needs a
+published model's files), names only options the installed ``LlmConfig`` has, with values of their types; and
+every command on the page is shown one option a line, within 88 columns."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GUIDE = ROOT / "docs" / "guides" / "llm.md"
+EXPORTER = "executorch.extension.llm.export.export_llm"
+
+
+def bash_blocks(page: str) -> list[str]:
+    """The bodies of the page's ```bash blocks."""
+    return re.findall(r"^```bash\n(.*?)^```", page, flags=re.S | re.M)
+
+def own_checkpoint_command(page: str) -> str:
+    """The exporter command of the page's 'With your own checkpoint' section."""
+    section = page.split("## With your own checkpoint", 1)[1].split("\n## ", 1)[0]
+    (command,) = [block for block in bash_blocks(section) if EXPORTER in block]
+    return command
+
+def overrides(command: str) -> list[str]:
+    """The Hydra overrides of an ``export_llm`` command, as the shell passes them."""
+    words = shlex.split(command.replace("\\\n", " "))
+    return words[words.index(EXPORTER) + 1 :]
+
+def llm_config_problems(options: list[str]) -> list[str]:
+    """One line per option that the installed ``LlmConfig`` rejects (an unknown key or a value of the wrong
+    type); Hydra's own ``hydra.*`` options are left to Hydra."""
+    from executorch.extension.llm.export.config.llm_config import LlmConfig
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    config, problems = OmegaConf.structured(LlmConfig), []
+    for override in OverridesParser.create().parse_overrides(options):
+        key = override.key_or_group
+        if key.startswith("hydra."):
+            continue
+        try:
+            OmegaConf.update(config, key, override.value(), merge=True)
+        except OmegaConfBaseException as error:
+            problems.append(f"{key}: {str(error).splitlines()[0]}")
+    return problems
+
+def test_the_own_checkpoint_command_names_only_options_of_the_installed_llm_config():
+    options = overrides(own_checkpoint_command(GUIDE.read_text(encoding="utf-8")))
+    assert len(options) >= 15, options
+    assert llm_config_problems(options) == []
+
+def test_the_check_fails_on_a_misspelled_key_and_a_wrong_type():
+    problems = llm_config_problems(["export.max_seq_len=64", "model.use_kv_cache=maybe",
+                                    "backend.xnnpack.enabled=true"])
+    assert [line.split(":")[0] for line in problems] == ["export.max_seq_len", "model.use_kv_cache"], problems
+
+def test_every_command_on_the_page_is_one_option_a_line_within_88_columns():
+    page = GUIDE.read_text(encoding="utf-8")
+    blocks = bash_blocks(page)
+    assert blocks
+    for block in blocks:
+        lines = block.splitlines()
+        assert max(len(line) for line in lines) <= 88, block
+        for line in lines[1:]:  # after the program's own line: one option each
+            assert len(shlex.split(line.rstrip("\\"))) == 1, line
