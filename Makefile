@@ -7,7 +7,8 @@ VENV      ?= .venv
 BIN       := $(VENV)/bin
 BUILDDIR  := _build
 HTMLDIR   := $(BUILDDIR)/html
-SPHINX    := $(BIN)/sphinx-build -c . -d $(BUILDDIR)/doctrees -b html docs $(HTMLDIR)
+SPHINX_ARGS := -c . -d $(BUILDDIR)/doctrees -b html docs $(HTMLDIR)
+SPHINX    := $(BIN)/sphinx-build $(SPHINX_ARGS)
 # The test build runs without a network: any download attempt fails it.
 OFFLINE   ?= unshare -rn
 PYTEST_ARGS ?=
@@ -49,14 +50,17 @@ $(ENV_STAMP):
 	$(BIN)/python -c 'import compileall, sys; compileall.compile_dir(sys.argv[1], quiet=2, workers=0)' $(VENV)/lib
 	touch $@
 
-# A shard build (SHARD=k/N) runs shard k's recipes only and writes no page:
-# their records and gallery outputs go to SHARD_DIR (default _build/shard-k-of-N),
-# and `make merge-shards` combines the shards' folders into docs/gallery.
+# `make html` runs the recipes that changed in JOBS shards side by side (one per core), each recipe under
+# the watchdog, merges the shards into docs/gallery and writes the pages (xnnguide/site/run_shards.py).
+# SHARD=k/N (a CI matrix job) runs shard k's recipes only and writes no page: their records and gallery
+# outputs go to SHARD_DIR (default _build/shard-k-of-N), and `make merge-shards` combines the shards' folders.
+JOBS      ?= $(shell nproc)
 SHARD     ?=
 SHARD_DIR ?=
 SHARDS    ?=
+RUN_SHARDS = $(BIN)/python -m xnnguide.site.run_shards --jobs $(JOBS)
 html: venv ## build the site into _build/html, running every changed recipe; SHARD=k/N: shard k's recipes only
-	$(SPHINX) -n --keep-going $(if $(SHARD),-D xnnguide_shard=$(SHARD)) $(if $(SHARD_DIR),-D xnnguide_shard_dir=$(SHARD_DIR))
+	$(RUN_SHARDS) $(if $(SHARD),--shard $(SHARD) $(if $(SHARD_DIR),--folder $(SHARD_DIR)),-- $(SPHINX_ARGS) -n --keep-going)
 
 merge-shards: venv ## combine shard folders into docs/gallery, then `make html` runs no recipe: make merge-shards SHARDS="DIR..."
 	@test -n "$(SHARDS)" || { echo "usage: make merge-shards SHARDS=\"_build/shard-1-of-2 _build/shard-2-of-2\"" >&2; exit 2; }
@@ -122,7 +126,7 @@ test: venv browser aarch64 ## everything CI checks: set-up (venv, browser, aarch
 	  [ "$$2" = 0 ] || status=1; printf '%s\t%d.%03d\t%s\n' "$$1" $$((ms / 1000)) $$((ms % 1000)) "$$2" >> $(CI_TIMES); }; \
 	lap setup 0; \
 	echo ">> offline, strict build (-W -n, network disabled by '$(OFFLINE)')"; \
-	rc=0; $(OFFLINE) $(SPHINX) -E -n -W --keep-going 2>&1 | tee $(CI_LOGS)/build.log || rc=$$?; lap build $$rc; \
+	rc=0; $(OFFLINE) $(RUN_SHARDS) -- $(SPHINX_ARGS) -E -n -W --keep-going 2>&1 | tee $(CI_LOGS)/build.log || rc=$$?; lap build $$rc; \
 	echo ">> drift checks against this build"; \
 	rc=0; { $(BIN)/python -m xnnguide.doccheck --build $(DOCCHECK_PATHS) || rc=1; \
 	  $(BIN)/python -m xnnguide.core.reader_code $(DOCCHECK_PATHS) || rc=1; exit $$rc; } 2>&1 | tee $(CI_LOGS)/drift.log || rc=1; \

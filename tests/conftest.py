@@ -60,14 +60,6 @@ def recipe(stem: str) -> Path:
     return found[0]
 
 
-def runs_alone(source: Path) -> bool:
-    """Whether a recipe opts out of running beside others (``# sphinx_gallery_parallel = False``), read with
-    sphinx-gallery's own parser, as the build reads it."""
-    from sphinx_gallery.py_source_parser import split_code_and_text_blocks
-
-    return split_code_and_text_blocks(str(source), return_node=True)[0].get("parallel") is False
-
-
 def soup(page: Path):
     """A built page, parsed by BeautifulSoup."""
     from bs4 import BeautifulSoup

@@ -6,7 +6,7 @@ import pytest
 from conftest import SNIPPETS
 
 from xnnguide.core.records import listed_order, recipe_files
-from xnnguide.site.scheduling import RecipeOrder
+from xnnguide.site.runs import RecipeOrder
 
 pytestmark = pytest.mark.static
 
