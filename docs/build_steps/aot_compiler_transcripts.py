@@ -7,7 +7,6 @@ guide's own models are copied in first. Compiling MobileNet V2 to int8 (calibrat
 most of the time.
 """
 # xnnguide_budget_seconds = 900
-# xnnguide_start_early = True
 # xnnguide_depends_on = ../guides/aot_compiler/patch_classifier.py ../guides/aot_compiler/data_dependent.py ../guides/aot_compiler/char_decoder.py ../../xnnguide/tools/model_zoo.py ../../xnnguide/core/schemes.py
 
 import contextlib

@@ -699,8 +699,5 @@ facts.record("hydra_left_behind", hydra_files, ", ".join(hydra_files))
 facts.record("default_temperature", defaults.temperature, f"{defaults.temperature:.1f}")
 facts.record("default_echo", defaults.echo)
 facts.record("sampled_text", sampled, sampled.replace("\n", "\u21b5"))
-# Three exports of a few tens of seconds each, two of them at once: start it
-# before the other recipe of this folder, which then fills the other core.
 # xnnguide_budget_seconds = 420
-# xnnguide_start_early = True
 # sphinx_gallery_end_ignore

@@ -672,6 +672,4 @@ for name in ("fp32", scheme):
     )
 facts.record("timing_hold", hold)
 # xnnguide_budget_seconds = 300
-# It trains a model for minutes, far longer than most recipes: it starts first, so the short ones fill the other core.
-# xnnguide_start_early = True
 # sphinx_gallery_end_ignore
