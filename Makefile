@@ -8,14 +8,13 @@ BIN       := $(VENV)/bin
 BUILDDIR  := _build
 HTMLDIR   := $(BUILDDIR)/html
 SPHINX_ARGS := -c . -d $(BUILDDIR)/doctrees -b html docs $(HTMLDIR)
-SPHINX    := $(BIN)/sphinx-build $(SPHINX_ARGS)
 # The test build runs without a network: any download attempt fails it.
 OFFLINE   ?= unshare -rn
 PYTEST_ARGS ?=
 # The test suite runs in this many processes (pytest-xdist), each test file
 # in one of them: one per core, at most 4, since many tests lower models.
 PYTEST_JOBS ?= $(shell n=$$(nproc); echo $$(( n < 4 ? n : 4 )))
-# What the drift checker (python -m xnnguide.doccheck) reads.
+# What the drift checker (python -m xnnguide.doccheck) reads (and xnnguide/tools/ci.py's DOCCHECK_PATHS).
 DOCCHECK_PATHS := README.md docs snippets
 # The checkout's xnnguide (the site's extension, checks and tools) is found
 # through PYTHONPATH, in recipe worker processes too. It is deliberately not
@@ -106,40 +105,16 @@ linkcheck: venv ## check links between pages offline; external URLs are listed, 
 	@echo ">> no broken links; $$(grep -c '"status": "ignored"' $(BUILDDIR)/linkcheck/output.json)" \
 	  "external URL(s) listed, not fetched, in $(BUILDDIR)/linkcheck/output.json"
 
-# make test times its phases into $(CI_TIMES) and ends with where the time went, beside the
-# reference figures of .ci/times.tsv (xnnguide/tools/ci_times.py); the slowest tests come from
-# pytest's --durations. Each phase's output is also kept in $(CI_LOGS)/<phase>.log, and a failed
-# phase's problem lines are repeated at the very end: CI keeps only the end of a failed run's output.
-CI_TIMES  := $(BUILDDIR)/ci-times.tsv
-CI_LOGS   := $(BUILDDIR)/ci-logs
+# make test's phases (offline strict build, drift checks, test suite, link check) are xnnguide/tools/ci.py,
+# which .ci/run reaches through make test: it times them into _build/ci-times.tsv, keeps each phase's output in
+# _build/ci-logs/<phase>.log and ends with where the time went (xnnguide/tools/ci_times.py).
 DURATIONS ?= 15
 # When make read this Makefile, before any prerequisite ran: make test's first phase, set-up,
-# is the time from here to its recipe, which is what its prerequisites (venv, browser) took.
+# is the time from here to its recipe, which is what its prerequisites (venv, browser, aarch64) took.
 MAKE_STARTED := $(shell date +%s%N)
-# bash with pipefail for the phases piped through tee, so that a phase's status is its command's.
-test: SHELL := /bin/bash
-test: .SHELLFLAGS := -o pipefail -c
 test: venv browser aarch64 ## everything CI checks: set-up (venv, browser, aarch64), offline strict build, the test suite, link check; then where the time went
-	@rm -rf $(CI_LOGS); mkdir -p $(CI_LOGS); : > $(CI_TIMES); status=0; started=$(MAKE_STARTED); \
-	export PYTHONUNBUFFERED=1; \
-	lap() { now=$$(date +%s%N); ms=$$(( (now - started) / 1000000 )); started=$$now; \
-	  [ "$$2" = 0 ] || status=1; printf '%s\t%d.%03d\t%s\n' "$$1" $$((ms / 1000)) $$((ms % 1000)) "$$2" >> $(CI_TIMES); }; \
-	lap setup 0; \
-	echo ">> offline, strict build (-W -n, network disabled by '$(OFFLINE)')"; \
-	rc=0; $(OFFLINE) $(RUN_SHARDS) -- $(SPHINX_ARGS) -E -n -W --keep-going 2>&1 | tee $(CI_LOGS)/build.log || rc=$$?; lap build $$rc; \
-	echo ">> drift checks against this build"; \
-	rc=0; { $(BIN)/python -m xnnguide.doccheck --build $(DOCCHECK_PATHS) || rc=1; \
-	  $(BIN)/python -m xnnguide.core.reader_code $(DOCCHECK_PATHS) || rc=1; exit $$rc; } 2>&1 | tee $(CI_LOGS)/drift.log || rc=1; \
-	lap drift $$rc; \
-	echo ">> test suite (browser tests save screenshots in $(BUILDDIR)/screenshots/)"; \
-	rc=0; $(BIN)/python -m pytest -n $(PYTEST_JOBS) --dist loadfile --no-loadscope-reorder --durations=$(DURATIONS) \
-	  $(PYTEST_ARGS) 2>&1 \
-	  | tee $(CI_LOGS)/tests.log || rc=$$?; \
-	lap tests $$rc; \
-	echo ">> link check"; \
-	rc=0; $(MAKE) --no-print-directory linkcheck 2>&1 | tee $(CI_LOGS)/linkcheck.log || rc=$$?; lap linkcheck $$rc; \
-	$(BIN)/python -m xnnguide.tools.ci_times $(CI_TIMES) --logs $(CI_LOGS) || status=1; \
-	exit $$status
+	$(BIN)/python -m xnnguide.tools.ci --started $(MAKE_STARTED) --offline "$(OFFLINE)" --jobs $(JOBS) \
+	  --pytest-jobs $(PYTEST_JOBS) --durations $(DURATIONS) --pytest-args "$(PYTEST_ARGS)" --make "$(MAKE)"
 
 # The static tests are the files that declare `pytestmark = pytest.mark.static` (no model is exported
 # or lowered, no recipe runs, torch is not imported; tests/test_static_marker.py keeps that true). The
