@@ -24,7 +24,6 @@ import pytest
 from sitecopy import build, build_summary, executions, make_site, records, touch_text
 from xnnguide.core import shards
 from xnnguide.core.records import write_run_record
-from xnnguide.site.run_shards import in_order
 
 pytestmark = pytest.mark.static
 
@@ -198,8 +197,8 @@ def test_a_recipe_that_reads_another_recipes_files_goes_to_that_recipes_shard(tm
     for name, time in {"a": 10.0, "b": 9.0, "c": 8.0, "writer": 7.0, "reader": 1.0}.items():
         write_run_record(gallery / "_records", {"recipe": name, "seconds": time})
     split = [[path.stem for path in shard] for shard in shards.assign([*others, writer, reader], gallery, 2)]
-    # 10 -> 1; 9 -> 2; c (8) -> 2 (17); the pair (8 together, named after "reader") -> 1 (18).
-    assert split == [["a", "reader", "writer"], ["b", "c"]]
+    # 10 -> 1; 9 -> 2; c (8) -> 2 (17); the pair (8 together, named after "reader") -> 1 (18), writer first.
+    assert split == [["a", "writer", "reader"], ["b", "c"]]
 
 
 def test_a_shard_runs_a_recipe_after_the_recipe_whose_files_it_reads(tmp_path):
@@ -207,5 +206,5 @@ def test_a_shard_runs_a_recipe_after_the_recipe_whose_files_it_reads(tmp_path):
     writer.write_text("")
     other.write_text("")
     reader.write_text("# xnnguide_depends_on = writer.py\n")
-    assert [path.stem for path in in_order([reader, other, writer])] == ["other", "writer", "reader"]
-    assert [path.stem for path in in_order([writer, reader])] == ["writer", "reader"]
+    assert [path.stem for path in shards.in_order([reader, other, writer])] == ["other", "writer", "reader"]
+    assert [path.stem for path in shards.in_order([writer, reader])] == ["writer", "reader"]

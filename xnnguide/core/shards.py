@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 from xnnguide.core import environment
-from xnnguide.core.records import (declared_files, dependency_key, find_source, is_build_step, load_run_record,
-                                   records_dir, shown, source_digest)
+from xnnguide.core.records import (budget_seconds, declared_files, dependency_key, find_source, is_build_step,
+                                   load_run_record, records_dir, shown, source_digest)
 
 MANIFEST = "shard.json"
 
@@ -32,13 +32,14 @@ def parse(shard: str) -> tuple[int, int]:
     return int(match[1]), int(match[2])
 
 
-def assign(sources: list[Path], gallery: Path, count: int) -> list[list[Path]]:
-    """The recipes of each of *count* shards, the same on every machine with the same records.
+def units(sources: list[Path], gallery: Path) -> list[tuple[float, list[Path]]]:
+    """The units of work in *sources*, each with the seconds its run records hold (0: never timed), in the order
+    the shards take them.
 
-    A recipe that declares another recipe with ``# xnnguide_depends_on`` (it reads that recipe's files) stays in
-    that recipe's shard. These groups go longest first, by the durations their run records hold, onto the shard
-    with the least recorded time so far (the lowest-numbered on a tie); groups with no recorded duration then go
-    round-robin, in name order.
+    A recipe that declares another recipe with ``# xnnguide_depends_on`` (it reads that recipe's files) is one
+    unit with that recipe, after it (:func:`in_order`). Units go longest first by their recorded durations; the
+    never-timed ones after them, the largest declared time budget first (a recipe that declares more than the
+    default runs long), then by name.
     """
     group = {source.resolve(): [source] for source in sources}
     for source in sorted((source for source in sources if source.is_file()), key=lambda path: path.stem):
@@ -47,19 +48,47 @@ def assign(sources: list[Path], gallery: Path, count: int) -> list[list[Path]]:
                 merged = group[needed] + group[source.resolve()]
                 for member in merged:
                     group[member.resolve()] = merged
-    units = {id(members): sorted(members, key=lambda path: path.stem) for members in group.values()}.values()
-    shards: list[list[Path]] = [[] for _ in range(count)]
-    loads = [0.0] * count
+    found = {id(members): in_order(sorted(members, key=lambda path: path.stem)) for members in group.values()}
     timed, untimed = [], []
-    for members in sorted(units, key=lambda members: members[0].stem):
+    for members in sorted(found.values(), key=lambda members: members[0].stem):
         seconds = sum(float((load_run_record(gallery, path.stem) or {}).get("seconds") or 0.0) for path in members)
         (timed if seconds > 0 else untimed).append((seconds, members))
-    for seconds, members in sorted(timed, key=lambda item: (-item[0], item[1][0].stem)):
-        index = min(range(count), key=lambda shard: (loads[shard], shard))
+    budget = {id(members): max(budget_seconds(path) if path.is_file() else 0.0 for path in members)
+              for _, members in untimed}
+    return (sorted(timed, key=lambda item: (-item[0], item[1][0].stem))
+            + sorted(untimed, key=lambda item: (-budget[id(item[1])], item[1][0].stem)))
+
+
+def in_order(sources: list[Path]) -> list[Path]:
+    """*sources* with each after the ones whose files it reads (``# xnnguide_depends_on``), else as given."""
+    ordered: list[Path] = []
+    waiting = list(sources)
+    while waiting:
+        done = {path.resolve() for path in ordered}
+        ready = next((source for source in waiting if all(
+            path.resolve() in done for path in (declared_files(source) if source.is_file() else [])
+            if path.resolve() in {other.resolve() for other in waiting} and path.resolve() != source.resolve())),
+            waiting[0])
+        waiting.remove(ready)
+        ordered.append(ready)
+    return ordered
+
+
+def assign(sources: list[Path], gallery: Path, count: int) -> list[list[Path]]:
+    """The recipes of each of *count* shards, the same on every machine with the same records (CI's matrix).
+
+    The :func:`units` go in their order: a timed one onto the shard with the least recorded time so far (the
+    lowest-numbered on a tie), the never-timed ones round-robin.
+    """
+    shards: list[list[Path]] = [[] for _ in range(count)]
+    loads, untimed = [0.0] * count, 0
+    for seconds, members in units(sources, gallery):
+        if seconds > 0:
+            index = min(range(count), key=lambda shard: (loads[shard], shard))
+            loads[index] += seconds
+        else:
+            index, untimed = untimed % count, untimed + 1
         shards[index].extend(members)
-        loads[index] += seconds
-    for number, (_, members) in enumerate(untimed):
-        shards[number % count].extend(members)
     return shards
 
 
