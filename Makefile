@@ -26,6 +26,8 @@ export PYTHONPATH := $(CURDIR)
 # their timestamps, so a fresh clone or a worktree reuses a matching .venv.
 ENV_KEY   := $(shell cat requirements.txt pyproject.toml | sha256sum | cut -c1-16)
 ENV_STAMP := $(VENV)/.installed-$(ENV_KEY)
+# The installer of the environment (make venv), pinned like the requirements it installs.
+UV_VERSION := 0.13.9
 
 .DEFAULT_GOAL := help
 .PHONY: help venv html merge-shards browser aarch64 linkcheck test check check-build recipe new-recipe bench bench-aot serve clean distclean
@@ -41,11 +43,13 @@ $(ENV_STAMP):
 	@echo ">> creating $(VENV) from requirements.txt (first run takes a few minutes)"
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
+	@# uv installs the same pinned requirements as `pip install -r requirements.txt`, from the same files (the
+	@# indexes and constraints of pip's configuration, xnnguide/tools/uv_flags.py), in a third of pip's time.
 	@# These machines set PYTHONDONTWRITEBYTECODE=1, so the .pyc files the install writes are the only ones:
-	@# without them every process would compile what it imports. pip compiles one file at a time, a third
-	@# of the install's time; compileall writes the same files with a process per core. Like pip, it passes
-	@# over the modules this Python cannot compile (torch's tests of Python 3.12 syntax).
-	$(BIN)/pip install --disable-pip-version-check --progress-bar off --no-compile -r requirements.txt
+	@# without them every process would compile what it imports. compileall writes them with a process per
+	@# core. Like pip, it passes over the modules this Python cannot compile (torch's tests of Python 3.12 syntax).
+	$(BIN)/pip install --disable-pip-version-check --progress-bar off uv==$(UV_VERSION)
+	$(BIN)/uv pip install --python $(BIN)/python $$($(BIN)/python -m xnnguide.tools.uv_flags $(BIN)/pip) -r requirements.txt
 	$(BIN)/python -c 'import compileall, sys; compileall.compile_dir(sys.argv[1], quiet=2, workers=0)' $(VENV)/lib
 	touch $@
 
