@@ -182,7 +182,7 @@ def run_as_reader(script: Path, tmp_path: Path) -> subprocess.CompletedProcess[s
 
 CHROMIUM = Path("/usr/bin/chromium")
 #: How long a page must make no request, after its load event, to count as loaded (Traffic.goto).
-QUIET_SECONDS = 0.1
+NETWORK_IDLE_SECONDS = 0.1
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 
@@ -201,11 +201,11 @@ def site_url(built_site):
     import threading
     from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
-    class Quiet(SimpleHTTPRequestHandler):
+    class UnloggedHandler(SimpleHTTPRequestHandler):
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(built_site)))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(UnloggedHandler, directory=str(built_site)))
     thread = threading.Thread(target=server.serve_forever, name="site-server", daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/"
@@ -260,7 +260,7 @@ class Traffic:
             log.clear()
 
     def goto(self, path: str) -> None:
-        """Load *path* of the site: its load event, then no request in flight for :data:`QUIET_SECONDS`.
+        """Load *path* of the site: its load event, then no request in flight for :data:`NETWORK_IDLE_SECONDS`.
 
         Playwright's ``networkidle`` waits for 0.5 s without a request, on every one of the few hundred loads of
         the browser tests; a request that starts that late would have to come from a timer, and the pages'
@@ -268,11 +268,11 @@ class Traffic:
         waits on one page of each kind."""
         self.clear()
         self.page.goto(path, wait_until="load")
-        quiet_since = time.monotonic()
-        while time.monotonic() - quiet_since < QUIET_SECONDS:
+        idle_since = time.monotonic()
+        while time.monotonic() - idle_since < NETWORK_IDLE_SECONDS:
             self.page.wait_for_timeout(20)  # Playwright delivers the page's events while it waits
             if self.in_flight:
-                quiet_since = time.monotonic()
+                idle_since = time.monotonic()
 
 
 @pytest.fixture

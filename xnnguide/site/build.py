@@ -4,7 +4,7 @@ A build is one of two kinds:
 
 * **one recipe** (``-D xnnguide_recipe=<name>``, what a shard runs in each recipe's child process,
   :mod:`.run_shards`): the gallery is the shard's folder (``-D xnnguide_gallery_dir``) and holds that recipe
-  only; sphinx-gallery runs it (``plot_gallery`` on), its verdict goes into its run record (:func:`finish_build`),
+  only; sphinx-gallery runs it (``plot_gallery`` on), its verdict goes into its run record (:func:`after_gallery`),
   and the build ends there, writing no page, with status 1 if the recipe failed;
 * **the pages** (``make html`` after the shards, ``make linkcheck``, ``make serve``): ``plot_gallery`` is off
   (``conf.py``), so sphinx-gallery runs no recipe and writes each page from what the shards left; a recipe whose
@@ -30,9 +30,9 @@ from xnnguide.site.summary import problems
 logger = logging.getLogger(__name__)
 
 
-def start_build(app: Sphinx) -> None:
+def before_gallery(app: Sphinx) -> None:
     """Point sphinx-gallery at the recipe this build runs, or leave out the recipes this machine cannot run."""
-    runs.start_build()
+    runs.use_build_id()
     gallery, snippets, conf = runs.gallery_dir(app), Path(app.confdir) / "snippets", app.config.sphinx_gallery_conf
     records_dir(gallery).mkdir(parents=True, exist_ok=True)
     if app.builder.name != "html":
@@ -61,7 +61,7 @@ def leave_out_unrunnable(gallery: Path, sources: list[Path], pattern: str) -> st
     return rf"(?:{pattern})|^(?:{'|'.join(map(re.escape, not_run))})$" if not_run else pattern
 
 
-def finish_build(app: Sphinx) -> None:
+def after_gallery(app: Sphinx) -> None:
     """After sphinx-gallery: a one-recipe build puts its verdict into the run record and ends; the pages'
     build writes what readers download, without the site's own lines."""
     gallery, snippets = runs.gallery_dir(app), Path(app.confdir) / "snippets"
@@ -83,6 +83,6 @@ def register(app: Sphinx) -> None:
     """Start and finish the build around sphinx-gallery's pass (called by :func:`xnnguide.site.setup`)."""
     app.add_config_value("xnnguide_recipe", "", "", str)
     # Before sphinx-gallery (priority 500) goes through the gallery.
-    app.connect("builder-inited", start_build, priority=400)
+    app.connect("builder-inited", before_gallery, priority=400)
     # After sphinx-gallery has run the recipe and judged it.
-    app.connect("builder-inited", finish_build, priority=600)
+    app.connect("builder-inited", after_gallery, priority=600)

@@ -41,10 +41,6 @@ from xnnguide.core.records import (build_step_files, find_source, is_build_step,
                                    missing_requirements, recipe_files, records_dir, shown, stale_reason)
 from xnnguide.site import build_steps, runs, watchdog
 
-#: This build's id, set by the build and inherited by its shards and their children.
-BUILD_ID = runs.BUILD_ID
-#: The threads each recipe gets: its share of the cores, beside the other shards.
-THREADS = "XNNGUIDE_RECIPE_THREADS"
 
 
 def plan(docs: Path, snippets: Path, gallery: Path) -> list[Path]:
@@ -94,7 +90,7 @@ def run_shard(work_units: list[list[Path]], claims: Path | None, folder: Path, d
     they end together, within about the last unit's time."""
     shutil.rmtree(folder, ignore_errors=True)
     records_dir(folder).mkdir(parents=True)
-    env = dict(os.environ, **{THREADS: str(threads), "OMP_NUM_THREADS": str(threads)})
+    env = dict(os.environ, **{runs.THREADS: str(threads), "OMP_NUM_THREADS": str(threads)})
     work = Path(tempfile.mkdtemp(prefix="xnnguide-shard-"))
     watchdog.start_forkserver()
     failed, sources = 0, []
@@ -151,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.plan:
         units = [[Path(path) for path in unit] for unit in json.loads(args.plan.read_text(encoding="utf-8"))]
         return min(1, run_shard(units, args.plan.parent / "claims", args.folder, docs, conf, args.threads))
-    os.environ.setdefault(BUILD_ID, uuid.uuid4().hex)
+    os.environ.setdefault(runs.BUILD_ID, uuid.uuid4().hex)
     # One hold folder per build, for the recipes that hold the machine while they time (xnnguide.core.quiet).
     os.environ.setdefault(quiet.ENV, tempfile.mkdtemp(prefix="xnnguide-quiet-"))
     started = time.perf_counter()
@@ -204,7 +200,7 @@ def write_summary(gallery: Path, snippets: Path, docs: Path, folders: list[Path]
     them, and the seconds their run records hold; the recipes that were current."""
     ran = [json.loads((folder / shards.MANIFEST).read_text(encoding="utf-8"))["recipes"] for folder in folders]
     steps = {name for names in ran for name in names if is_build_step(find_source(snippets, docs, name))}
-    summary = {"build_id": os.environ[BUILD_ID], "pid": os.getpid(), "jobs": jobs, "shards": ran,
+    summary = {"build_id": os.environ[runs.BUILD_ID], "pid": os.getpid(), "jobs": jobs, "shards": ran,
                "ran": [name for names in ran for name in names if name not in steps],
                "build_steps": [name for names in ran for name in names if name in steps],
                "skipped": sorted({path.stem for path in recipe_files(snippets)} - {path.stem for path in sources}),

@@ -28,7 +28,7 @@ from xnnguide.core.records import (DEFAULT_BUDGET_GB, DEFAULT_BUDGET_SECONDS, bu
                                    dependency_key, find_recipe, listed_order, load_run_record, records_dir,
                                    source_digest, write_run_record)
 
-#: This build's id, set when it starts (:func:`start_build`); the shards and recipe processes inherit it, which
+#: This build's id, set when it starts (:func:`use_build_id`); the shards and recipe processes inherit it, which
 #: ties their log lines and run records to this build.
 BUILD_ID = "XNNGUIDE_BUILD_ID"
 #: The threads a recipe gets, set by its shard (:mod:`.run_shards`): its share of the cores.
@@ -63,7 +63,7 @@ class RecipeOrder:
         return f"<{type(self).__name__}>"
 
 
-def start_build() -> None:
+def use_build_id() -> None:
     """This build's id for its log lines and records: the one its shard inherited, or a new one."""
     os.environ.setdefault(BUILD_ID, uuid.uuid4().hex)
 
