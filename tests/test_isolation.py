@@ -21,7 +21,7 @@ import pytest
 
 from conftest import ROOT
 from sitecopy import build, build_summary, executions, make_site, run_record, touch_text
-from xnnguide.core.records import DEFAULT_BUDGET_GB, budget_gb
+from xnnguide.core.recipes import DEFAULT_BUDGET_GB, budget_gb
 from xnnguide.site import watchdog
 
 pytestmark = pytest.mark.build  # runs Sphinx builds; `make check` leaves it out

@@ -7,7 +7,8 @@ import pytest
 
 from conftest import GALLERY, SNIPPETS
 from xnnguide.core import facts
-from xnnguide.core.records import load_run_record, recipe_files
+from xnnguide.core.records import load_run_record
+from xnnguide.core.recipes import recipe_files
 from xnnguide.core.timings import holds_the_machine, times_repeated_calls
 
 pytestmark = pytest.mark.static

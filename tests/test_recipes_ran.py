@@ -9,7 +9,8 @@ import pytest
 
 from conftest import DOCS, GALLERY, ROOT, SNIPPETS
 from xnnguide.core.results import check_build_steps, check_recipes
-from xnnguide.core.records import build_step_files, load_run_record, recipe_files, records_dir
+from xnnguide.core.records import load_run_record, records_dir
+from xnnguide.core.recipes import build_step_files, recipe_files
 
 pytestmark = pytest.mark.build
 

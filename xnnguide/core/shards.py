@@ -18,8 +18,9 @@ import sys
 from pathlib import Path
 
 from xnnguide.core import environment
-from xnnguide.core.records import (budget_seconds, declared_files, dependency_key, find_source, is_build_step,
-                                   load_run_record, records_dir, shown, source_digest)
+from xnnguide.core.records import load_run_record, records_dir
+from xnnguide.core.recipes import (budget_seconds, declared_files, dependency_key, find_source, is_build_step, shown,
+                                   source_digest)
 
 MANIFEST = "shard.json"
 

@@ -22,8 +22,8 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 
 from xnnguide.core import reader_code
-from xnnguide.core.records import load_run_record, missing_requirements, recipe_files, records_dir, shown, \
-    stale_reason, write_run_record
+from xnnguide.core.recipes import missing_requirements, recipe_files, shown
+from xnnguide.core.records import load_run_record, records_dir, stale_reason, write_run_record
 from xnnguide.site import recipe_output, runs
 from xnnguide.site.summary import problems
 

@@ -3,7 +3,7 @@
 A recipe is an example: a reader reads it, runs it, downloads it. Some of the build's work is not one: probing
 every operator claim for the operator support table, running every command of the AOT compiler guide for its
 console transcripts. Such work is a *build step*, a script in ``docs/build_steps/``
-(:data:`xnnguide.core.records.BUILD_STEPS`) that runs top to bottom. Like a recipe, a build step
+(:data:`xnnguide.core.recipes.BUILD_STEPS`) that runs top to bottom. Like a recipe, a build step
 
 * runs in a shard (:mod:`.run_shards`), in a watched process of its own, within the time and memory budgets it
   declares (:mod:`.watchdog`);

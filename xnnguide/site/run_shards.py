@@ -37,8 +37,9 @@ import uuid
 from pathlib import Path
 
 from xnnguide.core import quiet, shards
-from xnnguide.core.records import (build_step_files, find_source, is_build_step, load_run_record,
-                                   missing_requirements, recipe_files, records_dir, shown, stale_reason)
+from xnnguide.core.records import load_run_record, records_dir, stale_reason
+from xnnguide.core.recipes import (build_step_files, find_source, is_build_step, missing_requirements, recipe_files,
+                                   shown)
 from xnnguide.site import build_steps, runs, watchdog
 
 

@@ -24,9 +24,9 @@ from sphinx.application import Sphinx
 
 from xnnguide.core import environment, facts
 from xnnguide.site import watchdog
-from xnnguide.core.records import (DEFAULT_BUDGET_GB, DEFAULT_BUDGET_SECONDS, budget_gb, budget_seconds,
-                                   dependency_key, find_recipe, listed_order, load_run_record, records_dir,
-                                   source_digest, write_run_record)
+from xnnguide.core.records import load_run_record, records_dir, write_run_record
+from xnnguide.core.recipes import (DEFAULT_BUDGET_GB, DEFAULT_BUDGET_SECONDS, budget_gb, budget_seconds,
+                                   dependency_key, find_recipe, listed_order, source_digest)
 
 #: This build's id, set when it starts (:func:`use_build_id`); the shards and recipe processes inherit it, which
 #: ties their log lines and run records to this build.

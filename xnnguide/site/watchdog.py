@@ -36,7 +36,7 @@ from typing import Any, Callable
 import psutil
 
 from xnnguide.core import quiet
-from xnnguide.core.records import budget_gb, budget_seconds, shown
+from xnnguide.core.recipes import budget_gb, budget_seconds, shown
 from xnnguide.core.results import failure_line
 
 #: How long a child asked for its traceback has to write it before it is killed.

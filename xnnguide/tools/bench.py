@@ -30,7 +30,8 @@ from pathlib import Path
 import psutil
 
 from xnnguide.core import environment
-from xnnguide.core.records import load_run_record, recipe_files, records_dir
+from xnnguide.core.records import load_run_record, records_dir
+from xnnguide.core.recipes import recipe_files
 
 ROOT = Path(__file__).resolve().parents[2]
 GALLERY = ROOT / "docs" / "gallery"
