@@ -30,7 +30,7 @@ ENV_STAMP := $(VENV)/.installed-$(ENV_KEY)
 UV_VERSION := 0.13.9
 
 .DEFAULT_GOAL := help
-.PHONY: help venv html merge-shards browser aarch64 linkcheck test check check-build recipe new-recipe bench bench-aot serve clean distclean
+.PHONY: help venv html merge-shards browser aarch64 linkcheck test check print-static-tests check-build recipe new-recipe bench bench-aot serve clean distclean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -121,15 +121,20 @@ test: venv browser aarch64 ## everything CI checks: set-up (venv, browser, aarch
 	  --pytest-jobs $(PYTEST_JOBS) --durations $(DURATIONS) --pytest-args "$(PYTEST_ARGS)" --make "$(MAKE)"
 
 # The static tests are the files that declare `pytestmark = pytest.mark.static` (no model is exported
-# or lowered, no recipe runs, torch is not imported; tests/test_static_marker.py keeps that true). The
-# tests that lower models (AOT compiler, quantization, probes, build cache) run in `make test`.
+# or lowered, no recipe runs, torch is not imported; tests/test_static_marker.py keeps that true), selected
+# by path; their few tests marked `build` read the build and are left out. The tests that lower models
+# (AOT compiler, quantization, probes, build cache) run in `make test`.
+STATIC_TESTS := $(shell grep -l '^pytestmark = pytest.mark.static' tests/test_*.py)
 # pytest loads no plugin it finds installed (the browser and xdist plugins
 # take seconds to import and these tests use neither), and keeps no cache.
 check: venv ## fast static checks (drift rules, reader code, README copies, pins, CI workflows); runs no recipe, lowers no model
 	$(BIN)/actionlint $(wildcard .github/workflows/*.yml)
 	$(BIN)/python -m xnnguide.doccheck $(DOCCHECK_PATHS)
 	$(BIN)/python -m xnnguide.core.reader_code $(DOCCHECK_PATHS)
-	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "static and not build" $(PYTEST_ARGS) tests
+	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not build" $(PYTEST_ARGS) $(STATIC_TESTS)
+
+print-static-tests: ## list the files `make check` runs
+	@echo $(STATIC_TESTS)
 
 check-build: venv ## the drift checks against the last `make html`: failed recipes, blocks without a fate
 	$(BIN)/python -m xnnguide.doccheck --build $(DOCCHECK_PATHS)

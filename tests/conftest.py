@@ -1,8 +1,7 @@
-"""Paths shared by the tests, the marker for tests that need a build, and how ``make check`` finds the static tests."""
+"""Paths shared by the tests, and the fixtures of the tests that read the build or drive a browser."""
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 import subprocess
@@ -21,36 +20,6 @@ HTML = BUILD / "html"
 
 
 STATIC_MARK = "pytestmark = pytest.mark.static"
-
-
-def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """With ``-m static`` (``make check``), leave unread the test files that do not declare the marker.
-
-    Collecting them would import torch and ExecuTorch, seconds that the static tests never need; the marker
-    is set per file, so a file without its line holds no static test. ``tests/test_static_marker.py`` keeps
-    the files that declare it free of those imports.
-    """
-    expression = config.getoption("markexpr", "") or ""
-    if not expression or _selects_without_static(expression):
-        return None
-    if collection_path.suffix == ".py" and collection_path.name.startswith("test_"):
-        return STATIC_MARK not in collection_path.read_text(encoding="utf-8")
-    return None
-
-
-def _selects_without_static(expression: str) -> bool:
-    """Whether the ``-m`` *expression* can select a test that is not marked static, under any markers.
-
-    ``static and not build`` cannot; ``static or build`` and ``not static`` can, and then every file is read.
-    The expression's words are tried in every combination, with ``static`` false.
-    """
-    names = sorted(set(re.findall(r"[A-Za-z_]\w*", expression)) - {"and", "or", "not", "static"})
-    try:
-        code = compile(expression, "<-m>", "eval")
-    except SyntaxError:  # pytest's grammar allows more (keyword arguments); then read every file
-        return True
-    return any(eval(code, {"__builtins__": {}}, {"static": False, **dict(zip(names, values))})
-               for values in itertools.product((False, True), repeat=len(names)))
 
 
 def recipe(stem: str) -> Path:

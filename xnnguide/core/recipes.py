@@ -63,12 +63,6 @@ def imported_names(source: str | os.PathLike[str]) -> set[str]:
             for name in [module, *(f"{module}.{member}" for member in members)]}
 
 
-def imported_modules(source: str | os.PathLike[str]) -> set[str]:
-    """The modules a Python file certainly imports absolutely: ``a.b`` for ``import a.b``, ``a`` for
-    ``from a import b``."""
-    return {module for module, _ in _absolute_imports(source)}
-
-
 def helper_modules(source: str | os.PathLike[str]) -> list[Path]:
     """The files of this repository's ``xnnguide`` modules that a recipe imports."""
     package = Path(__file__).resolve().parents[1]

@@ -94,7 +94,7 @@ def mark_started() -> None:
 def _context() -> Any:
     context = multiprocessing.get_context("forkserver")
     # Takes effect when this process starts its forkserver, for its first child.
-    context.set_forkserver_preload([name for name in PRELOAD if _importable(name)])
+    context.set_forkserver_preload(PRELOAD)
     return context
 
 
@@ -103,15 +103,6 @@ def start_forkserver() -> None:
     child = _context().Process(target=os.getpid, name="xnnguide-forkserver-ready")
     child.start()
     child.join()
-
-
-def _importable(name: str) -> bool:
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ImportError:
-        return False
 
 
 def _watch(payload: bytes, trace: str, marker: Path, seconds: float, gb: float) -> tuple[Any, float, int, int]:
