@@ -7,14 +7,14 @@ VENV      ?= .venv
 BIN       := $(VENV)/bin
 BUILDDIR  := _build
 HTMLDIR   := $(BUILDDIR)/html
-SPHINX    := $(BIN)/sphinx-build -c . -d $(BUILDDIR)/doctrees -b html docs $(HTMLDIR)
+SPHINX_ARGS := -c . -d $(BUILDDIR)/doctrees -b html docs $(HTMLDIR)
 # The test build runs without a network: any download attempt fails it.
 OFFLINE   ?= unshare -rn
 PYTEST_ARGS ?=
 # The test suite runs in this many processes (pytest-xdist), each test file
 # in one of them: one per core, at most 4, since many tests lower models.
 PYTEST_JOBS ?= $(shell n=$$(nproc); echo $$(( n < 4 ? n : 4 )))
-# What the drift checker (python -m xnnguide.doccheck) reads.
+# What the drift checker (python -m xnnguide.doccheck) reads (and xnnguide/tools/ci.py's DOCCHECK_PATHS).
 DOCCHECK_PATHS := README.md docs snippets
 # The checkout's xnnguide (the site's extension, checks and tools) is found
 # through PYTHONPATH, in recipe worker processes too. It is deliberately not
@@ -26,9 +26,11 @@ export PYTHONPATH := $(CURDIR)
 # their timestamps, so a fresh clone or a worktree reuses a matching .venv.
 ENV_KEY   := $(shell cat requirements.txt pyproject.toml | sha256sum | cut -c1-16)
 ENV_STAMP := $(VENV)/.installed-$(ENV_KEY)
+# The installer of the environment (make venv), pinned like the requirements it installs.
+UV_VERSION := 0.13.9
 
 .DEFAULT_GOAL := help
-.PHONY: help venv html merge-shards browser aarch64 linkcheck test check check-build recipe new-recipe bench bench-aot serve clean distclean
+.PHONY: help venv html merge-shards browser aarch64 linkcheck test check print-static-tests check-build recipe new-recipe bench bench-aot serve clean distclean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -41,22 +43,27 @@ $(ENV_STAMP):
 	@echo ">> creating $(VENV) from requirements.txt (first run takes a few minutes)"
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
+	@# uv installs the same pinned requirements as `pip install -r requirements.txt`, from the same files (the
+	@# indexes and constraints of pip's configuration, xnnguide/tools/uv_flags.py), in a third of pip's time.
 	@# These machines set PYTHONDONTWRITEBYTECODE=1, so the .pyc files the install writes are the only ones:
-	@# without them every process would compile what it imports. pip compiles one file at a time, a third
-	@# of the install's time; compileall writes the same files with a process per core. Like pip, it passes
-	@# over the modules this Python cannot compile (torch's tests of Python 3.12 syntax).
-	$(BIN)/pip install --disable-pip-version-check --progress-bar off --no-compile -r requirements.txt
+	@# without them every process would compile what it imports. compileall writes them with a process per
+	@# core. Like pip, it passes over the modules this Python cannot compile (torch's tests of Python 3.12 syntax).
+	$(BIN)/pip install --disable-pip-version-check --progress-bar off uv==$(UV_VERSION)
+	$(BIN)/uv pip install --python $(BIN)/python $$($(BIN)/python -m xnnguide.tools.uv_flags $(BIN)/pip) -r requirements.txt
 	$(BIN)/python -c 'import compileall, sys; compileall.compile_dir(sys.argv[1], quiet=2, workers=0)' $(VENV)/lib
 	touch $@
 
-# A shard build (SHARD=k/N) runs shard k's recipes only and writes no page:
-# their records and gallery outputs go to SHARD_DIR (default _build/shard-k-of-N),
-# and `make merge-shards` combines the shards' folders into docs/gallery.
+# `make html` runs the recipes that changed in JOBS shards side by side (one per core), each recipe under
+# the watchdog, merges the shards into docs/gallery and writes the pages (xnnguide/site/run_shards.py).
+# SHARD=k/N (a CI matrix job) runs shard k's recipes only and writes no page: their records and gallery
+# outputs go to SHARD_DIR (default _build/shard-k-of-N), and `make merge-shards` combines the shards' folders.
+JOBS      ?= $(shell nproc)
 SHARD     ?=
 SHARD_DIR ?=
 SHARDS    ?=
+RUN_SHARDS = $(BIN)/python -m xnnguide.site.run_shards --jobs $(JOBS)
 html: venv ## build the site into _build/html, running every changed recipe; SHARD=k/N: shard k's recipes only
-	$(SPHINX) -n --keep-going $(if $(SHARD),-D xnnguide_shard=$(SHARD)) $(if $(SHARD_DIR),-D xnnguide_shard_dir=$(SHARD_DIR))
+	$(RUN_SHARDS) $(if $(SHARD),--shard $(SHARD) $(if $(SHARD_DIR),--folder $(SHARD_DIR)),-- $(SPHINX_ARGS) -n --keep-going)
 
 merge-shards: venv ## combine shard folders into docs/gallery, then `make html` runs no recipe: make merge-shards SHARDS="DIR..."
 	@test -n "$(SHARDS)" || { echo "usage: make merge-shards SHARDS=\"_build/shard-1-of-2 _build/shard-2-of-2\"" >&2; exit 2; }
@@ -102,51 +109,32 @@ linkcheck: venv ## check links between pages offline; external URLs are listed, 
 	@echo ">> no broken links; $$(grep -c '"status": "ignored"' $(BUILDDIR)/linkcheck/output.json)" \
 	  "external URL(s) listed, not fetched, in $(BUILDDIR)/linkcheck/output.json"
 
-# make test times its phases into $(CI_TIMES) and ends with where the time went, beside the
-# reference figures of .ci/times.tsv (xnnguide/tools/ci_times.py); the slowest tests come from
-# pytest's --durations. Each phase's output is also kept in $(CI_LOGS)/<phase>.log, and a failed
-# phase's problem lines are repeated at the very end: CI keeps only the end of a failed run's output.
-CI_TIMES  := $(BUILDDIR)/ci-times.tsv
-CI_LOGS   := $(BUILDDIR)/ci-logs
+# make test's phases (offline strict build, drift checks, test suite, link check) are xnnguide/tools/ci.py,
+# which .ci/run reaches through make test: it times them into _build/ci-times.tsv, keeps each phase's output in
+# _build/ci-logs/<phase>.log and ends with where the time went (xnnguide/tools/ci_times.py).
 DURATIONS ?= 15
 # When make read this Makefile, before any prerequisite ran: make test's first phase, set-up,
-# is the time from here to its recipe, which is what its prerequisites (venv, browser) took.
+# is the time from here to its recipe, which is what its prerequisites (venv, browser, aarch64) took.
 MAKE_STARTED := $(shell date +%s%N)
-# bash with pipefail for the phases piped through tee, so that a phase's status is its command's.
-test: SHELL := /bin/bash
-test: .SHELLFLAGS := -o pipefail -c
 test: venv browser aarch64 ## everything CI checks: set-up (venv, browser, aarch64), offline strict build, the test suite, link check; then where the time went
-	@rm -rf $(CI_LOGS); mkdir -p $(CI_LOGS); : > $(CI_TIMES); status=0; started=$(MAKE_STARTED); \
-	export PYTHONUNBUFFERED=1; \
-	lap() { now=$$(date +%s%N); ms=$$(( (now - started) / 1000000 )); started=$$now; \
-	  [ "$$2" = 0 ] || status=1; printf '%s\t%d.%03d\t%s\n' "$$1" $$((ms / 1000)) $$((ms % 1000)) "$$2" >> $(CI_TIMES); }; \
-	lap setup 0; \
-	echo ">> offline, strict build (-W -n, network disabled by '$(OFFLINE)')"; \
-	rc=0; $(OFFLINE) $(SPHINX) -E -n -W --keep-going 2>&1 | tee $(CI_LOGS)/build.log || rc=$$?; lap build $$rc; \
-	echo ">> drift checks against this build"; \
-	rc=0; { $(BIN)/python -m xnnguide.doccheck --build $(DOCCHECK_PATHS) || rc=1; \
-	  $(BIN)/python -m xnnguide.core.reader_code $(DOCCHECK_PATHS) || rc=1; exit $$rc; } 2>&1 | tee $(CI_LOGS)/drift.log || rc=1; \
-	lap drift $$rc; \
-	echo ">> test suite (browser tests save screenshots in $(BUILDDIR)/screenshots/)"; \
-	rc=0; $(BIN)/python -m pytest -n $(PYTEST_JOBS) --dist loadfile --no-loadscope-reorder --durations=$(DURATIONS) \
-	  $(PYTEST_ARGS) 2>&1 \
-	  | tee $(CI_LOGS)/tests.log || rc=$$?; \
-	lap tests $$rc; \
-	echo ">> link check"; \
-	rc=0; $(MAKE) --no-print-directory linkcheck 2>&1 | tee $(CI_LOGS)/linkcheck.log || rc=$$?; lap linkcheck $$rc; \
-	$(BIN)/python -m xnnguide.tools.ci_times $(CI_TIMES) --logs $(CI_LOGS) || status=1; \
-	exit $$status
+	$(BIN)/python -m xnnguide.tools.ci --started $(MAKE_STARTED) --offline "$(OFFLINE)" --jobs $(JOBS) \
+	  --pytest-jobs $(PYTEST_JOBS) --durations $(DURATIONS) --pytest-args "$(PYTEST_ARGS)" --make "$(MAKE)"
 
 # The static tests are the files that declare `pytestmark = pytest.mark.static` (no model is exported
-# or lowered, no recipe runs, torch is not imported; tests/test_static_marker.py keeps that true). The
-# tests that lower models (AOT compiler, quantization, probes, build cache) run in `make test`.
+# or lowered, no recipe runs, torch is not imported; tests/test_static_marker.py keeps that true), selected
+# by path; their few tests marked `build` read the build and are left out. The tests that lower models
+# (AOT compiler, quantization, probes, build cache) run in `make test`.
+STATIC_TESTS := $(shell grep -l '^pytestmark = pytest.mark.static' tests/test_*.py)
 # pytest loads no plugin it finds installed (the browser and xdist plugins
 # take seconds to import and these tests use neither), and keeps no cache.
 check: venv ## fast static checks (drift rules, reader code, README copies, pins, CI workflows); runs no recipe, lowers no model
 	$(BIN)/actionlint $(wildcard .github/workflows/*.yml)
 	$(BIN)/python -m xnnguide.doccheck $(DOCCHECK_PATHS)
 	$(BIN)/python -m xnnguide.core.reader_code $(DOCCHECK_PATHS)
-	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "static and not build" $(PYTEST_ARGS) tests
+	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not build" $(PYTEST_ARGS) $(STATIC_TESTS)
+
+print-static-tests: ## list the files `make check` runs
+	@echo $(STATIC_TESTS)
 
 check-build: venv ## the drift checks against the last `make html`: failed recipes, blocks without a fate
 	$(BIN)/python -m xnnguide.doccheck --build $(DOCCHECK_PATHS)

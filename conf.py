@@ -7,7 +7,6 @@ Recipes in ``snippets/`` are run by sphinx-gallery into the generated, git-ignor
 from __future__ import annotations
 
 import datetime
-import os
 import sys
 from pathlib import Path
 
@@ -39,7 +38,8 @@ nitpick_ignore_regex = [
 myst_enable_extensions = ["colon_fence", "deflist", "substitution"]
 # Figures the pages quote from the code, never typed: {{ default_budget_seconds }} on a page.
 from xnnguide.core.machine_load import BUSY_SHARE  # noqa: E402
-from xnnguide.core.records import DEFAULT_BUDGET_GB, DEFAULT_BUDGET_SECONDS  # noqa: E402
+from xnnguide.core.records import DEFAULT_BUDGET_SECONDS  # noqa: E402
+from xnnguide.core.recipes import DEFAULT_BUDGET_GB
 
 myst_substitutions = {"default_budget_seconds": f"{DEFAULT_BUDGET_SECONDS:g}",
                       "default_budget_gb": f"{DEFAULT_BUDGET_GB:g}", "busy_share": f"{BUSY_SHARE:.0%}"}
@@ -58,8 +58,6 @@ sphinx_gallery_conf = {
     # A recipe that raises fails the build: sphinx-gallery warns with its traceback instead of raising (Sphinx
     # would add its bug-report text), and xnnguide.site.summary ends the build with the recipe's line, status 1.
     "only_warn_on_example_error": True,
-    # JUnit results, relative to the HTML output folder: _build/gallery-junit.xml.
-    "junit": "../gallery-junit.xml",
     "reset_modules": ("matplotlib", "xnnguide.site.runs.recipe_hook"),
     "reset_modules_order": "both",
     # sphinx-gallery's execution-times pages load scripts and styles from three CDNs: offline they break, online
@@ -72,12 +70,11 @@ sphinx_gallery_conf = {
     # advanced; each subsection's GALLERY_HEADER.rst lists its recipes in order.
     "subsection_order": ["../snippets/lowering", "../snippets/quantization", "../snippets/llm",
                          "../snippets/performance", "../snippets/troubleshooting"],
-    "within_subsection_order": "xnnguide.site.scheduling.RecipeOrder",
-    # Recipes run side by side, one per core, at most 4 to bound the build's memory, in one pool for the whole
-    # gallery (xnnguide.site.pool), each with its share of threads. A recipe that measures speed opts out
-    # with `# sphinx_gallery_parallel = False`: it then runs alone.
-    "parallel": min(os.cpu_count() or 1, 4),
+    "within_subsection_order": "xnnguide.site.runs.RecipeOrder",
 }
+# sphinx-build alone runs no recipe: it writes the pages from what the recipes' runs left in docs/gallery. The
+# runs are xnnguide.site.run_shards' (`make html`), each a one-recipe build with -D plot_gallery=1.
+plot_gallery = "False"
 
 # -- HTML ----------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"

@@ -1,8 +1,7 @@
-"""Paths shared by the tests, the marker for tests that need a build, and how ``make check`` finds the static tests."""
+"""Paths shared by the tests, and the fixtures of the tests that read the build or drive a browser."""
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 import subprocess
@@ -23,49 +22,11 @@ HTML = BUILD / "html"
 STATIC_MARK = "pytestmark = pytest.mark.static"
 
 
-def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """With ``-m static`` (``make check``), leave unread the test files that do not declare the marker.
-
-    Collecting them would import torch and ExecuTorch, seconds that the static tests never need; the marker
-    is set per file, so a file without its line holds no static test. ``tests/test_static_marker.py`` keeps
-    the files that declare it free of those imports.
-    """
-    expression = config.getoption("markexpr", "") or ""
-    if not expression or _selects_without_static(expression):
-        return None
-    if collection_path.suffix == ".py" and collection_path.name.startswith("test_"):
-        return STATIC_MARK not in collection_path.read_text(encoding="utf-8")
-    return None
-
-
-def _selects_without_static(expression: str) -> bool:
-    """Whether the ``-m`` *expression* can select a test that is not marked static, under any markers.
-
-    ``static and not build`` cannot; ``static or build`` and ``not static`` can, and then every file is read.
-    The expression's words are tried in every combination, with ``static`` false.
-    """
-    names = sorted(set(re.findall(r"[A-Za-z_]\w*", expression)) - {"and", "or", "not", "static"})
-    try:
-        code = compile(expression, "<-m>", "eval")
-    except SyntaxError:  # pytest's grammar allows more (keyword arguments); then read every file
-        return True
-    return any(eval(code, {"__builtins__": {}}, {"static": False, **dict(zip(names, values))})
-               for values in itertools.product((False, True), repeat=len(names)))
-
-
 def recipe(stem: str) -> Path:
     """The recipe file named *stem*, in whichever task folder of snippets/ it sits."""
     found = sorted(SNIPPETS.rglob(f"{stem}.py"))
     assert len(found) == 1, f"expected one recipe {stem}.py under {SNIPPETS}, found {found}"
     return found[0]
-
-
-def runs_alone(source: Path) -> bool:
-    """Whether a recipe opts out of running beside others (``# sphinx_gallery_parallel = False``), read with
-    sphinx-gallery's own parser, as the build reads it."""
-    from sphinx_gallery.py_source_parser import split_code_and_text_blocks
-
-    return split_code_and_text_blocks(str(source), return_node=True)[0].get("parallel") is False
 
 
 def soup(page: Path):
@@ -190,7 +151,7 @@ def run_as_reader(script: Path, tmp_path: Path) -> subprocess.CompletedProcess[s
 
 CHROMIUM = Path("/usr/bin/chromium")
 #: How long a page must make no request, after its load event, to count as loaded (Traffic.goto).
-QUIET_SECONDS = 0.1
+NETWORK_IDLE_SECONDS = 0.1
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 
@@ -209,11 +170,11 @@ def site_url(built_site):
     import threading
     from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
-    class Quiet(SimpleHTTPRequestHandler):
+    class UnloggedHandler(SimpleHTTPRequestHandler):
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(built_site)))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(UnloggedHandler, directory=str(built_site)))
     thread = threading.Thread(target=server.serve_forever, name="site-server", daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/"
@@ -268,7 +229,7 @@ class Traffic:
             log.clear()
 
     def goto(self, path: str) -> None:
-        """Load *path* of the site: its load event, then no request in flight for :data:`QUIET_SECONDS`.
+        """Load *path* of the site: its load event, then no request in flight for :data:`NETWORK_IDLE_SECONDS`.
 
         Playwright's ``networkidle`` waits for 0.5 s without a request, on every one of the few hundred loads of
         the browser tests; a request that starts that late would have to come from a timer, and the pages'
@@ -276,11 +237,11 @@ class Traffic:
         waits on one page of each kind."""
         self.clear()
         self.page.goto(path, wait_until="load")
-        quiet_since = time.monotonic()
-        while time.monotonic() - quiet_since < QUIET_SECONDS:
+        idle_since = time.monotonic()
+        while time.monotonic() - idle_since < NETWORK_IDLE_SECONDS:
             self.page.wait_for_timeout(20)  # Playwright delivers the page's events while it waits
             if self.in_flight:
-                quiet_since = time.monotonic()
+                idle_since = time.monotonic()
 
 
 @pytest.fixture

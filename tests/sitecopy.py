@@ -6,7 +6,7 @@ the ``xnnguide`` package, the gallery header) into a temporary folder, with
 two pages and two recipes that take milliseconds, so that several builds fit
 in a test. The real ``conf.py`` and ``xnnguide.site`` (its run hook,
 ``xnnguide.site.runs``, and the build's start and end, ``xnnguide.site.build``)
-run unchanged, including sphinx-gallery's parallel worker processes.
+run unchanged, including the shards that run the recipes (``xnnguide.site.run_shards``).
 
 A build that tests only read is made once per test run by :func:`built_once`,
 and a test that edits and rebuilds works on its own :func:`copy_site` of it.
@@ -28,10 +28,10 @@ from filelock import FileLock
 
 from conftest import ROOT
 
-#: A recipe that runs in a worker process of the parallel build. Its hidden
-#: block imports a real module of the package, xnnguide.core.environment, which the
-#: other recipe does not. Neither imports torch, so the process it runs in must
-#: not have imported it either (``torch_preloaded``: see xnnguide.site.isolation).
+#: A recipe whose hidden block imports a real module of the package,
+#: xnnguide.core.environment, which the other recipe does not. Neither imports
+#: torch, yet the process each runs in has (``torch_preloaded``: torch is imported
+#: once per shard, see xnnguide.site.watchdog).
 ALPHA = '''"""
 Tiny alpha
 ==========
@@ -65,13 +65,12 @@ warnings.warn("a library's warning")
 # sphinx_gallery_end_ignore
 '''
 
-#: A recipe that opts out of parallel execution and so runs in the Sphinx
-#: process. It imports only xnnguide.core.facts.
+#: A second recipe. It imports only xnnguide.core.facts.
 BETA = '''"""
 Tiny beta
 =========
 
-A second throwaway recipe; it runs alone.
+A second throwaway recipe.
 """
 
 # %%
@@ -80,7 +79,6 @@ A second throwaway recipe; it runs alone.
 total = 1 + 1
 print(total)
 
-# sphinx_gallery_parallel = False
 # sphinx_gallery_start_ignore
 import sys
 
@@ -171,16 +169,16 @@ def assert_built(result: subprocess.CompletedProcess[str]) -> None:
 
 
 def build(root: Path, env: dict[str, str] | None = None, args: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
-    """Run sphinx-build in *root* the way ``make html`` does, with extra *args*; never raises.
+    """Build the site in *root* the way ``make html`` does (the recipes in shards, then the pages), with extra
+    sphinx-build *args*; never raises.
 
     ``--no-color`` keeps the output plain when CI sets FORCE_COLOR, so tests
     can compare warning lines as text.
     """
     environ = dict(os.environ, PYTHONPATH=str(root), **(env or {}))
-    environ.pop("XNNGUIDE_BUILD_PID", None)
     environ.pop("XNNGUIDE_BUILD_ID", None)
     return subprocess.run(
-        [sys.executable, "-m", "sphinx", "-c", ".", "-d", "_build/doctrees", "-b", "html",
+        [sys.executable, "-m", "xnnguide.site.run_shards", "--", "-c", ".", "-d", "_build/doctrees", "-b", "html",
          "docs", "_build/html", "-n", "--keep-going", "--no-color", *args],
         cwd=root, env=environ, capture_output=True, text=True, timeout=300,
     )

@@ -193,7 +193,7 @@ def test_without_the_backend_the_runtime_names_it(fresh_runner, mlp_pte):
 def test_editing_the_runner_reruns_the_recipes_that_build_it_and_no_other(tmp_path):
     # The build reruns a recipe whose dependency key changed; the runner's
     # sources are part of the keys of the four recipes that build it, and of no other recipe's.
-    from xnnguide.core.records import declared_files, dependency_key, recipe_files
+    from xnnguide.core.recipes import declared_files, dependency_key, recipe_files
 
     main_cpp = (RUNNER_SOURCES / "main.cpp").resolve()
     declaring = sorted(source.stem for source in recipe_files(SNIPPETS)

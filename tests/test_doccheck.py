@@ -42,7 +42,7 @@ def expected(case: str) -> tuple[str, set[str]]:
 
 def write_records(tree: Path, status: str) -> None:
     """What a build leaves for the recipe of the build-mode case: passed, or failed at line 7."""
-    from xnnguide.core.records import dependency_key
+    from xnnguide.core.recipes import dependency_key
 
     recipe = tree / "snippets" / "recipe.py"
     runs = tree / "docs" / "gallery" / "_records" / "runs"

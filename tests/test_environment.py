@@ -139,3 +139,13 @@ def test_the_installed_modules_are_byte_compiled():
                       if not Path(importlib.util.cache_from_source(path)).is_file()]
         missing += [str(path) for path in uncompiled if _compiles(path)]
     assert not missing, f"{len(missing)} installed modules lack their .pyc, e.g. {missing[:3]}"
+
+
+def test_uv_reads_the_indexes_and_constraints_pip_reads():
+    from xnnguide.tools.uv_flags import uv_flags
+
+    config = ("global.extra-index-url='file:///a/simple file:///b/simple'\n"
+              "global.constraint='/etc/c.txt'\n:env:.find-links='/opt/wheels'\nglobal.cert='/etc/cert.pem'\n")
+    assert uv_flags(config) == ["--index-strategy", "unsafe-best-match",
+                                "--extra-index-url", "file:///a/simple", "--extra-index-url", "file:///b/simple",
+                                "--constraint", "/etc/c.txt", "--find-links", "/opt/wheels"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import SNIPPETS
 
-from xnnguide.core.records import listed_order, recipe_files
-from xnnguide.site.scheduling import RecipeOrder
+from xnnguide.core.recipes import listed_order, recipe_files
+from xnnguide.site.runs import RecipeOrder
 
 pytestmark = pytest.mark.static
 

@@ -1,7 +1,7 @@
 """A recipe that hangs, crashes or outgrows its memory fails alone, named, within its budget.
 
 One build of a throwaway copy of the site (``sitecopy.py``) runs four
-failing recipes beside the two passing ones: one sleeps past a 5 s time
+failing recipes, in two shards, beside the two passing ones: one sleeps past a 5 s time
 budget, one calls ``os.abort()``, one reads address 0 (a segfault), one
 allocates past a 1 GB memory budget. Each must fail the build with its file,
 its line and its reason, within its time budget plus 30 s, while every page
@@ -11,6 +11,7 @@ nothing else.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -20,8 +21,8 @@ import pytest
 
 from conftest import ROOT
 from sitecopy import build, build_summary, executions, make_site, run_record, touch_text
-from xnnguide.core.records import DEFAULT_BUDGET_GB, budget_gb
-from xnnguide.site import isolation
+from xnnguide.core.recipes import DEFAULT_BUDGET_GB, budget_gb
+from xnnguide.site import watchdog
 
 pytestmark = pytest.mark.build  # runs Sphinx builds; `make check` leaves it out
 
@@ -120,14 +121,19 @@ def test_the_next_build_reruns_only_the_failed_recipes_and_a_fix_turns_it_green(
     assert all(run_record(root, name)["status"] == "passed" for name in FAILING)
 
 
-def run_held(tmp_path: Path, script: str) -> isolation.Run:
+def started_then_run(command: list[str]) -> subprocess.CompletedProcess:
+    """In the watched child: start the budget's clock, as a recipe's hook does, and run *command*."""
+    watchdog.mark_started()
+    return subprocess.run(command)
+
+
+def run_held(tmp_path: Path, script: str) -> watchdog.Run:
     """Run *script* with sh in a watched child whose budget is 2 s; the script stops and continues the
     child (``$PPID``) as quiet.hold stops a recipe while another times."""
     source = tmp_path / "snippets" / "held.py"
     source.parent.mkdir()
     source.write_text("# xnnguide_budget_seconds = 2\n")
-    conf = {"src_dir": str(tmp_path), "examples_dirs": "snippets"}
-    return isolation.run_call(subprocess.run, (["sh", "-c", script],), source, conf, beside_others=False)
+    return watchdog.run(started_then_run, (["sh", "-c", script],), source, dict(os.environ))
 
 
 def test_time_spent_stopped_by_a_holder_does_not_count_against_the_budget(tmp_path):
@@ -165,33 +171,3 @@ def test_the_contributing_page_states_the_default_memory_budget():
     text = (root / "docs" / "contributing" / "index.md").read_text()
     assert "memory budget of {{ default_budget_gb }} GB" in text, "docs/contributing/index.md: the budget is typed"
     assert runpy.run_path(str(root / "conf.py"))["myst_substitutions"]["default_budget_gb"] == f"{DEFAULT_BUDGET_GB:g}"
-
-
-def test_the_forkserver_preloads_torch_when_the_gallerys_recipes_import_it(tmp_path):
-    # This site's recipes import torch: its build preloads it, so that no recipe's time budget pays for the
-    # import. The throwaway sites' recipes never do, and their builds do not pay for it.
-    site = {"src_dir": str(ROOT / "docs"), "examples_dirs": "../snippets"}
-    preloaded = isolation.preload(site)
-    assert preloaded[0] == "torch" and preloaded[-2:] == ["matplotlib.pyplot", "xnnguide.site.isolation"]
-    assert {"executorch.exir", "executorch.runtime"} <= set(preloaded), preloaded  # nearly every recipe's
-    root = make_site(tmp_path)
-    tiny = {"src_dir": str(root / "docs"), "examples_dirs": "../snippets"}
-    assert isolation.preload(tiny) == ["matplotlib.pyplot", "xnnguide.site.isolation"]
-    # A helper module of the package that imports torch counts as the recipe's import.
-    (root / "snippets" / "tiny_delta.py").write_text("from xnnguide.core import delegation\n")
-    isolation.torch_imports.cache_clear()
-    assert isolation.preload(tiny)[0] == "torch"
-
-
-def test_the_forkserver_preloads_what_at_least_half_of_the_recipes_import(tmp_path):
-    root = make_site(tmp_path)
-    alpha = root / "snippets" / "tiny_alpha.py"
-    for name in ("tiny_gamma.py", "tiny_delta.py"):  # four recipes or more: one of them is less than half
-        (root / "snippets" / name).write_text(alpha.read_text())
-    recipes = sorted((root / "snippets").glob("*.py"))
-    assert len(recipes) >= 4, recipes
-    for number, source in enumerate(recipes):  # half of them import exir; one imports torchvision
-        imports = "from executorch.exir import to_edge\n" if number < len(recipes) // 2 else ""
-        source.write_text(imports + ("import torchvision\n" if number == 0 else "") + source.read_text())
-    preloaded = isolation.preload({"src_dir": str(root / "docs"), "examples_dirs": "../snippets"})
-    assert preloaded == ["torch", "executorch.exir", "matplotlib.pyplot", "xnnguide.site.isolation"], preloaded

@@ -9,7 +9,7 @@ import zipfile
 import pytest
 
 from conftest import SNIPPETS, soup
-from xnnguide.core.records import recipe_files
+from xnnguide.core.recipes import recipe_files
 
 MARKER = re.compile(r"^\s*# \[(?:start|end|gallery-only) [^\]]*\]\s*$", re.MULTILINE)
 

@@ -30,7 +30,8 @@ from conftest import DOCS, GALLERY, SNIPPETS, table_rows
 from xnnguide.core import facts
 from xnnguide.core.schemes import SCHEMES
 from xnnguide.core.regions import read_regions
-from xnnguide.core.records import dependency_key, find_recipe, records_dir, stale_reason
+from xnnguide.core.records import records_dir, stale_reason
+from xnnguide.core.recipes import dependency_key, find_recipe
 
 PAGE = DOCS / "guides" / "quantization.md"
 RECIPE_LINK = re.compile(r"\{doc\}`\.\./gallery/(?:\w+/)?(\w+)`")

@@ -38,7 +38,7 @@ os._exit(1)
 
 
 @pytest.fixture
-def quiet_folder(tmp_path, monkeypatch):
+def hold_folder(tmp_path, monkeypatch):
     monkeypatch.setenv(quiet.ENV, str(tmp_path / "quiet"))
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     started: list[subprocess.Popen] = []
@@ -89,8 +89,8 @@ def statuses(process: subprocess.Popen) -> set[str]:
     return found
 
 
-def test_a_hold_stops_the_other_recipes_with_their_children_until_it_is_released(quiet_folder):
-    tmp_path, started = quiet_folder
+def test_a_hold_stops_the_other_recipes_with_their_children_until_it_is_released(hold_folder):
+    tmp_path, started = hold_folder
     recipes = [start(RECIPE, tmp_path / f"ready-{n}", started) for n in range(2)]
     assert wait_for(lambda: all((tmp_path / f"ready-{n}").exists() for n in range(2)))
     assert all(len(_children(recipe.pid)) == 1 for recipe in recipes)
@@ -103,8 +103,8 @@ def test_a_hold_stops_the_other_recipes_with_their_children_until_it_is_released
     assert wait_for(lambda: all(psutil.STATUS_STOPPED not in statuses(recipe) for recipe in recipes))
 
 
-def test_no_recipe_starts_while_the_machine_is_held(quiet_folder):
-    tmp_path, started = quiet_folder
+def test_no_recipe_starts_while_the_machine_is_held(hold_folder):
+    tmp_path, started = hold_folder
     held = quiet.hold()
     start(RECIPE, tmp_path / "ready", started)
     time.sleep(1.5)
@@ -113,8 +113,8 @@ def test_no_recipe_starts_while_the_machine_is_held(quiet_folder):
     assert wait_for(lambda: (tmp_path / "ready").exists())
 
 
-def test_what_a_holder_that_died_stopped_is_continued_by_its_watcher(quiet_folder):
-    tmp_path, started = quiet_folder
+def test_what_a_holder_that_died_stopped_is_continued_by_its_watcher(hold_folder):
+    tmp_path, started = hold_folder
     recipe = start(RECIPE, tmp_path / "ready", started)
     assert wait_for(lambda: (tmp_path / "ready").exists())
     holder = start(DYING_HOLDER, tmp_path / "held", started)

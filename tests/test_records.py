@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import ROOT
 
-from xnnguide.core.records import helper_modules
+from xnnguide.core.recipes import helper_modules
 
 pytestmark = pytest.mark.static
 
@@ -20,7 +20,7 @@ def test_the_helper_modules_a_recipe_imports_are_found_wherever_they_live(tmp_pa
 
 
 def test_a_recipe_declares_what_it_needs_and_the_set_up_step_that_provides_it(tmp_path, monkeypatch):
-    from xnnguide.core.records import missing_requirements
+    from xnnguide.core.recipes import missing_requirements
 
     monkeypatch.delenv("XNNGUIDE_UNSET", raising=False)
     monkeypatch.setenv("XNNGUIDE_HERE", str(tmp_path))

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from conftest import ROOT
-from xnnguide.core.records import DEFAULT_BUDGET_SECONDS
+from xnnguide.core.recipes import DEFAULT_BUDGET_SECONDS
 
 
 def run(recipe, cwd=ROOT) -> subprocess.CompletedProcess[str]:

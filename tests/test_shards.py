@@ -1,5 +1,6 @@
 """Sharded builds: recipes split between folders, merged, and equal to one build.
 
+Every build runs its recipes in shards (``xnnguide.site.run_shards``); CI runs them on machines of their own.
 A small site (``sitecopy.py``, plus a recipe with a figure) is built once
 whole and once as two shards, each in a folder of its own as on two CI
 machines (``make html SHARD=k/N``). Their folders are merged into a third
@@ -67,7 +68,10 @@ def built(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProce
 
 
 def build_shard(root: Path, shard: str, folder: Path) -> subprocess.CompletedProcess[str]:
-    return build(root, args=("-D", f"xnnguide_shard={shard}", "-D", f"xnnguide_shard_dir={folder}"))
+    """``make html SHARD=k/N SHARD_DIR=folder`` in *root*."""
+    return subprocess.run([sys.executable, "-m", "xnnguide.site.run_shards", "--shard", shard, "--folder", str(folder)],
+                          cwd=root, env=dict(os.environ, PYTHONPATH=str(root)), capture_output=True, text=True,
+                          timeout=300)
 
 
 def merge(root: Path, *folders: Path) -> subprocess.CompletedProcess[str]:
@@ -193,5 +197,14 @@ def test_a_recipe_that_reads_another_recipes_files_goes_to_that_recipes_shard(tm
     for name, time in {"a": 10.0, "b": 9.0, "c": 8.0, "writer": 7.0, "reader": 1.0}.items():
         write_run_record(gallery / "_records", {"recipe": name, "seconds": time})
     split = [[path.stem for path in shard] for shard in shards.assign([*others, writer, reader], gallery, 2)]
-    # 10 -> 1; 9 -> 2; c (8) -> 2 (17); the pair (8 together, named after "reader") -> 1 (18).
-    assert split == [["a", "reader", "writer"], ["b", "c"]]
+    # 10 -> 1; 9 -> 2; c (8) -> 2 (17); the pair (8 together, named after "reader") -> 1 (18), writer first.
+    assert split == [["a", "writer", "reader"], ["b", "c"]]
+
+
+def test_a_shard_runs_a_recipe_after_the_recipe_whose_files_it_reads(tmp_path):
+    writer, reader, other = (tmp_path / f"{name}.py" for name in ("writer", "reader", "other"))
+    writer.write_text("")
+    other.write_text("")
+    reader.write_text("# xnnguide_depends_on = writer.py\n")
+    assert [path.stem for path in shards.in_order([reader, other, writer])] == ["other", "writer", "reader"]
+    assert [path.stem for path in shards.in_order([writer, reader])] == ["writer", "reader"]

@@ -8,7 +8,8 @@ import pytest
 
 from conftest import DOCS, GALLERY, SNIPPETS, page_text, recipe, shown_facts, soup, table_rows
 from xnnguide.core import facts
-from xnnguide.core.records import recipe_files, records_dir
+from xnnguide.core.records import records_dir
+from xnnguide.core.recipes import recipe_files
 
 pytestmark = pytest.mark.static
 

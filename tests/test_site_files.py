@@ -14,7 +14,7 @@ import pytest
 from conftest import DOCS, GALLERY, SNIPPETS, soup
 
 from xnnguide.core.reader_code import reader_source
-from xnnguide.core.records import recipe_files
+from xnnguide.core.recipes import recipe_files
 
 #: Lines that are the site's, not the reader's.
 SITE_LINES = re.compile(r"xnnguide|sphinx_gallery_(?:start|end)_ignore|# \[(?:start|end) ")

@@ -16,7 +16,7 @@ from xnnguide.site.timing_sources import bare_timing, conflicts, disagreements
 
 pytestmark = pytest.mark.static
 
-QUIET = {"seconds": 1.0, "cores": 2, "other_share": 0.02, "steal_share": 0.0, "busy": False}
+IDLE_MACHINE = {"seconds": 1.0, "cores": 2, "other_share": 0.02, "steal_share": 0.0, "busy": False}
 BUSY = {"seconds": 1.0, "cores": 2, "other_share": 0.48, "steal_share": 0.12, "busy": True}
 
 
@@ -60,13 +60,13 @@ def test_this_process_and_its_children_are_not_other_work(monkeypatch):
 
 def test_a_latency_names_its_threads_and_batch_and_a_busy_machine():
     # No recipe is active here, so facts.record keeps what it records in memory only.
-    assert timings.record_latency("eager_ms", 9.041, subject="M, eager", threads=2, batch=1, load=QUIET) == 9.041
+    assert timings.record_latency("eager_ms", 9.041, subject="M, eager", threads=2, batch=1, load=IDLE_MACHINE) == 9.041
     recorded = facts._active["facts"]
     assert recorded["eager_ms"]["display"] == "9.04 ms (batch 1, 2 threads)"
     timings.record_latency("busy_ms", 21.9, subject="M, eager", threads=1, batch=8, load=BUSY, digits=1)
     assert recorded["busy_ms"]["display"] == ("21.9 ms (batch 8, 1 thread; timed on a busy machine: other work "
                                               "took 48% of the machine and the host took 12%)")
-    timings.record_latency("load_ms", 3.0, subject="a load", threads=None, batch=None, load=QUIET, digits=1)
+    timings.record_latency("load_ms", 3.0, subject="a load", threads=None, batch=None, load=IDLE_MACHINE, digits=1)
     assert recorded["load_ms"]["display"] == "3.0 ms"
 
 
@@ -79,11 +79,11 @@ def test_a_speed_up_from_a_busy_machine_is_never_bare():
 
 def test_a_rate_names_its_unit_threads_and_batch_and_a_busy_machine():
     timings.record_throughput("decode_tokens_per_s", 1234.4, unit="tokens/s", subject="LM decode", threads=1,
-                              batch=1, load=QUIET)
+                              batch=1, load=IDLE_MACHINE)
     recorded = facts._active["facts"]
     assert recorded["decode_tokens_per_s"]["display"] == "1,234 tokens/s (batch 1, 1 thread)"
     assert timings.timed_in(recorded["decode_tokens_per_s"])[0]["kind"] == "throughput"
-    assert timings.throughput_cell(980.6, QUIET) == "981"
+    assert timings.throughput_cell(980.6, IDLE_MACHINE) == "981"
     assert timings.throughput_cell(980.6, BUSY).startswith("981 (timed on a busy machine:")
 
 
@@ -122,7 +122,7 @@ def test_a_table_whose_cells_are_durations_is_a_timing_whatever_its_header_says(
 
 def test_a_bare_number_under_a_timing_key_is_reported_and_a_recorded_timing_is_not():
     assert "recorded without its conditions" in bare_timing("r", "eager_ms", {"value": 9.0, "display": "9.0 ms"})
-    timings.record_latency("eager_ms", 9.0, subject="M", threads=1, batch=1, load=QUIET)
+    timings.record_latency("eager_ms", 9.0, subject="M", threads=1, batch=1, load=IDLE_MACHINE)
     assert bare_timing("r", "eager_ms", facts._active["facts"]["eager_ms"]) is None
     assert bare_timing("r", "max_abs_error", {"value": 1e-6, "display": "1e-6"}) is None
     assert "recorded without its conditions" in bare_timing("r", "latency", {"header": ["ms"], "rows": [["1"]]})
@@ -154,10 +154,10 @@ def test_a_stated_difference_or_the_same_source_is_no_conflict(other):
 
 def test_a_timing_table_says_what_its_rows_timed():
     timed = [{"kind": "latency", "subject": "M, eager", "threads": 1, "batch": 1}]
-    timings.record_timing_table("latency", ["Program", "Median"], [["eager", "1.0 ms"]], timed=timed, load=QUIET)
+    timings.record_timing_table("latency", ["Program", "Median"], [["eager", "1.0 ms"]], timed=timed, load=IDLE_MACHINE)
     assert timings.timed_in(facts._active["facts"]["latency"]) == timed
     with pytest.raises(ValueError, match="each timed entry needs"):
-        timings.record_timing_table("latency", ["Program"], [["eager"]], timed=[{"subject": "M"}], load=QUIET)
+        timings.record_timing_table("latency", ["Program"], [["eager"]], timed=[{"subject": "M"}], load=IDLE_MACHINE)
 
 
 def said(recipe, display, quantity="MobileNet V2 fp32 .pte, size", where="docs/page.md:1"):

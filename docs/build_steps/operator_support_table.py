@@ -5,9 +5,6 @@ probes' shapes. The probes are :mod:`xnnguide.recipe_checks.operator_probe_model
 runs and judges them is :mod:`xnnguide.recipe_checks.operator_probes`. The recipe
 ``snippets/lowering/verify_operator_support.py`` shows the same check to readers with public APIs.
 """
-# It lowers and runs dozens of probe programs, several times longer than most recipes: start it first, so
-# that the short ones fill the other cores.
-# xnnguide_start_early = True
 
 import time
 from collections import Counter

@@ -393,8 +393,6 @@ facts.record(
     per_tensor_blocks,
     ", ".join(f"{b}" for b in per_tensor_blocks),
 )
-# It exports one model with every recipe type, several times longer than most recipes: it starts first.
-# xnnguide_start_early = True
 # sphinx_gallery_end_ignore
 
 # %%

@@ -46,10 +46,7 @@ facts.record("cpu", cpu)
 facts.record("cores", cores)
 # The timings need the machine to themselves: the recipe holds it (quiet.hold, below) while it times, and
 # shares the cores with the build's other recipes while it exports and checks its programs.
-# One of the longest recipes (about 100 s on a 2-core machine), it starts early; its budget leaves room
-# for a much slower machine.
 # xnnguide_budget_seconds = 900
-# xnnguide_start_early = True
 # sphinx_gallery_end_ignore
 
 # %%

@@ -62,11 +62,6 @@ recipe_start = time.perf_counter()
 for capacity, model in models.items():
     parameters = sum(p.numel() for p in model.parameters())
     facts.record(f"{capacity}_parameters", parameters, f"{parameters:,}")
-# Both sizes lowered twice, scored and timed: about 110 s alone on a quiet machine, most of
-# it in convert_pt2e (about 15 s a model: a batch norm that did not fold sends it through
-# torchao's QAT conv-bn folding patterns) and the lowering. Started first, the short
-# recipes fill the other core.
-# xnnguide_start_early = True
 # sphinx_gallery_end_ignore
 
 # %%

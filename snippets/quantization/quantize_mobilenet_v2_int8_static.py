@@ -214,10 +214,6 @@ print(f".pte size, int8 / fp32: {size_ratio:.2f}")
 # [end quant_static_run]
 
 # sphinx_gallery_start_ignore
-# Calibrating MobileNet V2 and lowering it twice, fp32 and int8, takes several
-# times longer than most recipes: start it first, so that the short ones fill
-# the other cores.
-# xnnguide_start_early = True
 from xnnguide.core import facts
 from xnnguide.recipe_checks import quantization
 

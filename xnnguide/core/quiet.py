@@ -1,9 +1,9 @@
 """A quiet machine for the few lines of a recipe that time something, while other recipes run beside it.
 
-A build runs recipes side by side in worker processes; a timing taken then measures the neighbours too. A
-recipe that times repeated calls either runs alone (``# sphinx_gallery_parallel = False``) or holds the
-machine around its timing code with :func:`hold`: every other running recipe, with the processes it
-started, is stopped (``SIGSTOP``) until :meth:`Hold.release` continues it (``SIGCONT``).
+A build runs recipes side by side in shards (``xnnguide.site.run_shards``); a timing taken then measures the
+neighbours too. A recipe that times repeated calls holds the machine around its timing code with :func:`hold`:
+every other running recipe, in every shard, with the processes it started, is stopped (``SIGSTOP``) until
+:meth:`Hold.release` continues it (``SIGCONT``).
 
 The parts meet in a folder named by the ``XNNGUIDE_QUIET_DIR`` environment variable, one per build:
 
@@ -15,7 +15,7 @@ The parts meet in a folder named by the ``XNNGUIDE_QUIET_DIR`` environment varia
   while holding (:func:`continue_paused_by`, which the process watching each recipe calls when it ends).
 
 Without ``XNNGUIDE_QUIET_DIR`` (a recipe run alone, ``make recipe``) nothing else is running: :func:`hold`
-stops nothing. A stopped recipe's time budget waits while it is stopped (``xnnguide.site.isolation`` counts
+stops nothing. A stopped recipe's time budget waits while it is stopped (``xnnguide.site.watchdog`` counts
 the seconds a recipe ran); still, holds stay short, seconds rather than minutes: the stopped recipes' work waits.
 What other work (outside the build, or the host's other machines) took while the machine was held is measured
 by :mod:`.machine_load` and recorded with the hold.

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from xnnguide.core import regions
 from xnnguide.core.paths import display
-from xnnguide.core.records import BUILD_STEPS
+from xnnguide.core.recipes import BUILD_STEPS
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "xnnguide"

@@ -10,7 +10,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from xnnguide.core.records import build_step_files, load_run_record, recipe_files, stale_reason
+from xnnguide.core.records import load_run_record, stale_reason
+from xnnguide.core.recipes import build_step_files, recipe_files
 
 TRACEBACK_FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in (\S+))?')
 

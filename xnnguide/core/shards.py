@@ -1,9 +1,10 @@
-"""Sharded builds: the recipes split between machines, and their results merged.
+"""Shards: the recipes that must run, split by their past run times, and the shards' results merged.
 
-``make html SHARD=k/N`` runs only shard *k*'s recipes (:func:`assign`) and copies their run records, facts and
-gallery outputs into a folder (:func:`export`) that CI uploads. ``make merge-shards SHARDS="DIR..."``
-(:func:`merge`) checks each shard's run records against this checkout and copies them into the gallery: the
-next ``make html`` finds every recipe current (:func:`xnnguide.core.records.stale_reason`) and runs none.
+Every build runs its recipes in shards (:mod:`xnnguide.site.run_shards`): side by side on one machine
+(``make html``), or one per machine in CI (``make html SHARD=k/N``, each into a folder CI uploads). Both end in
+:func:`merge` (``make merge-shards SHARDS="DIR..."`` in CI), which checks each shard's run records against this
+checkout and copies them into the gallery: the next build finds every recipe current
+(:func:`xnnguide.core.records.stale_reason`) and runs none.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import sys
 from pathlib import Path
 
 from xnnguide.core import environment
-from xnnguide.core.records import (declared_files, dependency_key, find_recipe, load_run_record, records_dir, shown,
-                              source_digest)
+from xnnguide.core.records import load_run_record, records_dir
+from xnnguide.core.recipes import (budget_seconds, declared_files, dependency_key, find_source, is_build_step, shown,
+                                   source_digest)
 
 MANIFEST = "shard.json"
 
@@ -31,13 +33,14 @@ def parse(shard: str) -> tuple[int, int]:
     return int(match[1]), int(match[2])
 
 
-def assign(sources: list[Path], gallery: Path, count: int) -> list[list[Path]]:
-    """The recipes of each of *count* shards, the same on every machine with the same records.
+def units(sources: list[Path], gallery: Path) -> list[tuple[float, list[Path]]]:
+    """The units of work in *sources*, each with the seconds its run records hold (0: never timed), in the order
+    the shards take them.
 
-    A recipe that declares another recipe with ``# xnnguide_depends_on`` (it reads that recipe's files) stays in
-    that recipe's shard. These groups go longest first, by the durations their run records hold, onto the shard
-    with the least recorded time so far (the lowest-numbered on a tie); groups with no recorded duration then go
-    round-robin, in name order.
+    A recipe that declares another recipe with ``# xnnguide_depends_on`` (it reads that recipe's files) is one
+    unit with that recipe, after it (:func:`in_order`). Units go longest first by their recorded durations; the
+    never-timed ones after them, the largest declared time budget first (a recipe that declares more than the
+    default runs long), then by name.
     """
     group = {source.resolve(): [source] for source in sources}
     for source in sorted((source for source in sources if source.is_file()), key=lambda path: path.stem):
@@ -46,63 +49,67 @@ def assign(sources: list[Path], gallery: Path, count: int) -> list[list[Path]]:
                 merged = group[needed] + group[source.resolve()]
                 for member in merged:
                     group[member.resolve()] = merged
-    units = {id(members): sorted(members, key=lambda path: path.stem) for members in group.values()}.values()
-    shards: list[list[Path]] = [[] for _ in range(count)]
-    loads = [0.0] * count
+    found = {id(members): in_order(sorted(members, key=lambda path: path.stem)) for members in group.values()}
     timed, untimed = [], []
-    for members in sorted(units, key=lambda members: members[0].stem):
+    for members in sorted(found.values(), key=lambda members: members[0].stem):
         seconds = sum(float((load_run_record(gallery, path.stem) or {}).get("seconds") or 0.0) for path in members)
         (timed if seconds > 0 else untimed).append((seconds, members))
-    for seconds, members in sorted(timed, key=lambda item: (-item[0], item[1][0].stem)):
-        index = min(range(count), key=lambda shard: (loads[shard], shard))
+    budget = {id(members): max(budget_seconds(path) if path.is_file() else 0.0 for path in members)
+              for _, members in untimed}
+    return (sorted(timed, key=lambda item: (-item[0], item[1][0].stem))
+            + sorted(untimed, key=lambda item: (-budget[id(item[1])], item[1][0].stem)))
+
+
+def in_order(sources: list[Path]) -> list[Path]:
+    """*sources* with each after the ones whose files it reads (``# xnnguide_depends_on``), else as given."""
+    ordered: list[Path] = []
+    waiting = list(sources)
+    while waiting:
+        done = {path.resolve() for path in ordered}
+        ready = next((source for source in waiting if all(
+            path.resolve() in done for path in (declared_files(source) if source.is_file() else [])
+            if path.resolve() in {other.resolve() for other in waiting} and path.resolve() != source.resolve())),
+            waiting[0])
+        waiting.remove(ready)
+        ordered.append(ready)
+    return ordered
+
+
+def assign(sources: list[Path], gallery: Path, count: int) -> list[list[Path]]:
+    """The recipes of each of *count* shards, the same on every machine with the same records (CI's matrix).
+
+    The :func:`units` go in their order: a timed one onto the shard with the least recorded time so far (the
+    lowest-numbered on a tie), the never-timed ones round-robin.
+    """
+    shards: list[list[Path]] = [[] for _ in range(count)]
+    loads, untimed = [0.0] * count, 0
+    for seconds, members in units(sources, gallery):
+        if seconds > 0:
+            index = min(range(count), key=lambda shard: (loads[shard], shard))
+            loads[index] += seconds
+        else:
+            index, untimed = untimed % count, untimed + 1
         shards[index].extend(members)
-        loads[index] += seconds
-    for number, (_, members) in enumerate(untimed):
-        shards[number % count].extend(members)
     return shards
 
 
-def ignore_others(pattern: str, sources: list[Path], gallery: Path, shard: str) -> tuple[str, list[Path]]:
-    """sphinx-gallery's ``ignore_pattern`` extended to every recipe not in *shard*, and shard's recipes."""
-    index, count = parse(shard)
-    shards = assign(sources, gallery, count)
-    others = [source.name for number, group in enumerate(shards) if number != index - 1 for source in group]
-    if not others:
-        return pattern, shards[index - 1]
-    return rf"(?:{pattern})|^(?:{'|'.join(map(re.escape, others))})$", shards[index - 1]
-
-
 def outputs(gallery: Path, snippets: Path, source: Path) -> list[Path]:
-    """What a build keeps of one recipe below *gallery*, relative to it.
+    """What a build keeps of one recipe or build step below *gallery*, relative to it.
 
-    sphinx-gallery's files of the recipe (``<name>.*``: the copy, its checksum, the page, notebook, archive,
-    cost), its figures and thumbnail (``images/sphx_glr_<name>_NNN.png``), its run record and its facts.
+    Its run record and its facts; for a recipe, sphinx-gallery's files of it too (``<name>.*``: the copy, its
+    checksum, the page, notebook, archive, cost), its figures and thumbnail (``images/sphx_glr_<name>_NNN.png``).
     """
-    folder = gallery / source.parent.relative_to(snippets)
-    figure = re.compile(rf"sphx_glr_{re.escape(source.stem)}_(?:\d+|thumb)\.\w+")
-    found = [path for path in folder.glob(f"{glob.escape(source.stem)}.*") if path.is_file()]
-    found += [path for path in (folder / "images").rglob("sphx_glr_*") if figure.fullmatch(path.name)]
-    found += [records_dir(gallery) / kind / f"{source.stem}.json" for kind in ("runs", "facts")]
+    found = [records_dir(gallery) / kind / f"{source.stem}.json" for kind in ("runs", "facts")]
+    if not is_build_step(source):
+        folder = gallery / source.parent.relative_to(snippets)
+        figure = re.compile(rf"sphx_glr_{re.escape(source.stem)}_(?:\d+|thumb)\.\w+")
+        found += [path for path in folder.glob(f"{glob.escape(source.stem)}.*") if path.is_file()]
+        found += [path for path in (folder / "images").rglob("sphx_glr_*") if figure.fullmatch(path.name)]
     return sorted(path.relative_to(gallery) for path in found if path.is_file())
 
 
-def export(gallery: Path, snippets: Path, sources: list[Path], folder: Path, shard: str) -> None:
-    """Copy the results of *sources* into *folder*, replacing it whole, with a manifest."""
-    partial = folder.with_name(folder.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    for source in sources:
-        for path in outputs(gallery, snippets, source):
-            (partial / path).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(gallery / path, partial / path)
-    manifest = {"shard": shard, "recipes": [source.stem for source in sources]}
-    (partial / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-    shutil.rmtree(folder, ignore_errors=True)
-    partial.rename(folder)
-
-
 def _disagreement(record: dict, source: Path) -> str | None:
-    """How a shard's passing run of *source* differs from what this checkout would run, if it does."""
+    """How a shard's run of *source* differs from what this checkout would run, if it does."""
     if record.get("dependency_key") == dependency_key(source):
         return None
     theirs = record.get("environment", {}).get("versions", {})
@@ -116,10 +123,11 @@ def _disagreement(record: dict, source: Path) -> str | None:
     return "it was built with other helper modules or files it depends on than this checkout's"
 
 
-def merge(folders: list[Path], gallery: Path, snippets: Path) -> list[str]:
+def merge(folders: list[Path], gallery: Path, snippets: Path, docs: Path) -> list[str]:
     """Copy the shard *folders* into *gallery*; nothing is copied if any problem is found.
 
-    Returns the problems, one line each, naming the shard and the recipe.
+    A failed run is merged like a passed one: the build that renders the pages fails naming it, and the next
+    build runs it again. Returns the problems, one line each, naming the shard and the recipe.
     """
     problems, taken, copies = [], {}, []  # taken: recipe -> the shard that has it
     for folder in folders:
@@ -128,17 +136,15 @@ def merge(folders: list[Path], gallery: Path, snippets: Path) -> list[str]:
         except (OSError, ValueError) as error:
             problems.append(f"{folder}: not a shard folder ({MANIFEST}: {error})")
             continue
-        where = f"{folder} (shard {manifest['shard']})"
+        where = str(folder)
         for name in manifest["recipes"]:
-            source, record = find_recipe(snippets, name), load_run_record(folder, name)
+            source, record = find_source(snippets, docs, name), load_run_record(folder, name)
             if not source.is_file():
                 why = "this checkout has no such recipe"
             elif name in taken:
                 why = f"it is also in {taken[name]}"
             elif record is None:
                 why = "it has no run record"
-            elif record.get("status") != "passed":
-                why = f"its run {record.get('status')}"
             else:
                 why = _disagreement(dict(record), source)
             taken.setdefault(name, where)
@@ -153,6 +159,11 @@ def merge(folders: list[Path], gallery: Path, snippets: Path) -> list[str]:
         for path in outputs(folder, snippets, source):
             (gallery / path).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(folder / path, gallery / path)
+    records_dir(gallery).mkdir(parents=True, exist_ok=True)
+    with open(records_dir(gallery) / "executions.log", "a", encoding="utf-8") as log:  # what this build ran
+        for folder in folders:
+            if (records_dir(folder) / "executions.log").is_file():
+                log.write((records_dir(folder) / "executions.log").read_text(encoding="utf-8"))
     return []
 
 
@@ -161,8 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folders", nargs="+", type=Path, help="the shard folders that `make html SHARD=k/N` wrote")
     parser.add_argument("--gallery", type=Path, default=Path("docs/gallery"))
     parser.add_argument("--snippets", type=Path, default=Path("snippets"))
+    parser.add_argument("--docs", type=Path, default=Path("docs"))
     args = parser.parse_args(argv)
-    problems = merge(args.folders, args.gallery, args.snippets.resolve())
+    problems = merge(args.folders, args.gallery, args.snippets.resolve(), args.docs.resolve())
     for problem in problems:
         print(f"error: {problem}; refusing to merge, nothing was copied", file=sys.stderr)
     if not problems:

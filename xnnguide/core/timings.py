@@ -10,12 +10,15 @@ ratio taken then is not shown as a plain speed-up. A table of timings is recorde
 
 What was timed is kept with each fact (:func:`timed_in`); the build reads it back to check that no two recipes
 quote the same subject under the same conditions (one source per measured quantity), and warns at a page that
-quotes a timing recorded without its conditions (:func:`looks_like_timing`).
+quotes a timing recorded without its conditions (:func:`looks_like_timing`). A recipe that times repeated
+calls (:func:`times_repeated_calls`) must hold the machine while it does (:func:`holds_the_machine`).
 """
 
 from __future__ import annotations
 
+import ast
 import re
+from pathlib import Path
 from typing import Any
 
 from xnnguide.core import facts
@@ -141,3 +144,25 @@ def looks_like_timing(key: str, fact: dict[str, Any] | None = None) -> bool:
     cells = [cell for row in (fact or {}).get("rows") or [] for cell in row]
     return (bool(_TIMING_KEY.search(key)) or any(_TIMING_COLUMN.search(str(column)) for column in header)
             or any(_DURATION_CELL.search(str(cell)) for cell in cells))
+
+
+def times_repeated_calls(source: Path) -> bool:
+    """Whether a recipe measures latency: it uses ``torch.utils.benchmark``, or reads ``time.perf_counter`` (or a
+    runner's ``*_ms`` timestamp) inside a loop; one ``perf_counter`` pair around a whole step is no latency."""
+    for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module == "torch.utils.benchmark":
+            return True
+        if isinstance(node, ast.Attribute) and ast.unparse(node) == "torch.utils.benchmark":
+            return True
+        if isinstance(node, (ast.For, ast.While)) and any(
+                isinstance(inner, ast.Attribute) and (inner.attr == "perf_counter" or inner.attr.endswith("_ms"))
+                for inner in ast.walk(node)):
+            return True
+    return False
+
+
+def holds_the_machine(source: Path) -> bool:
+    """Whether a recipe calls ``quiet.hold()`` (in a hidden block, around its timing code), which stops the
+    build's other recipes while it times (:mod:`.quiet`)."""
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    return any(isinstance(node, ast.Call) and ast.unparse(node.func) == "quiet.hold" for node in ast.walk(tree))

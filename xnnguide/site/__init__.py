@@ -2,19 +2,15 @@
 
 Running the recipes:
 
-* :mod:`.scheduling`: when and with what a recipe runs: its place in the gallery, its time and memory
-  budgets, its threads;
-* :mod:`.pool`: every recipe the build has to run, in one pool across the gallery's folders, as soon as a
-  core is free;
-* :mod:`.isolation`: each recipe that runs, in a process of its own, stopped at its time or memory budget;
-  a crash fails that recipe only;
+* :mod:`.run_shards`: the recipes that must run, in shards side by side (one per core), merged into the gallery;
+* :mod:`.watchdog`: each recipe in a process of its own, stopped at its time or memory budget; a crash fails
+  that recipe only;
+* :mod:`.build`: a one-recipe build (what runs in that process) and the pages' build, which runs no recipe;
+* :mod:`.runs`: the hook around each recipe's run, and the run records it writes;
 * :mod:`.build_steps`: the build's work that is no example (the operator table's probes, the AOT compiler's
-  transcripts), scripts in ``docs/build_steps/`` run in the same pool, recorded like recipes, out of the gallery;
+  transcripts), scripts in ``docs/build_steps/`` run in the shards, recorded like recipes, out of the gallery;
 * :mod:`.recipe_output`: a recipe's page shows what it prints; the libraries' warnings and the runtime's
-  log go to the build's log;
-* :mod:`.runs`: run records, what each recipe leaves behind, written by the hook around its run;
-* :mod:`.build`: the start and the end of a build around the recipe runs: the cache, the executions log,
-  the verdicts, shards.
+  log go to the build's log.
 
 Writing the pages:
 
@@ -37,16 +33,14 @@ from typing import Any
 
 from sphinx.application import Sphinx
 
-from xnnguide.site import build, directives, gallery_pages, ledger, navigation, pool, runs, scheduling, summary
+from xnnguide.site import build, directives, gallery_pages, ledger, navigation, runs, summary
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
     runs.register(app)
-    scheduling.register(app)
     directives.register(app)
     gallery_pages.register(app)
     build.register(app)
-    pool.install()
     ledger.register(app)
     navigation.register(app)
     summary.register(app)

@@ -1,18 +1,20 @@
-"""Run records: what each recipe sphinx-gallery runs leaves behind, written by the hook around its run.
+"""The hook around each recipe sphinx-gallery runs, and the run records it writes.
 
 :func:`recipe_hook`, sphinx-gallery's ``reset_modules``: before a recipe runs it sizes the recipe's threads
-(:func:`.scheduling.limit_threads`), opens the recipe's facts file (:mod:`xnnguide.core.facts`) and appends
-a line to the executions log, so tests can tell what ran; after it, it writes the recipe's *run record*
-(status, time, budgets, versions, CPU, date; :mod:`xnnguide.core.records`). :mod:`.isolation` adds to the
-record, or writes it for a recipe whose process it stopped; :mod:`.build` puts sphinx-gallery's verdict in.
+(:func:`limit_threads`), opens the recipe's facts file (:mod:`xnnguide.core.facts`) and appends a line to the
+executions log, so tests can tell what ran; after it, it writes the recipe's *run record* (status, time,
+budgets, versions, CPU, date; :mod:`xnnguide.core.records`). :mod:`.build` puts sphinx-gallery's verdict in;
+the shard (:mod:`.run_shards`) adds the peak memory, or writes the record of a recipe the watchdog stopped.
 
-The records live in the gallery's folder (:func:`gallery_dir`), under ``_records/``.
+The records live in the gallery's folder (:func:`gallery_dir`), under ``_records/``. :class:`RecipeOrder` is
+the order of a subsection's recipes.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import os
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -21,16 +23,16 @@ from typing import Any
 from sphinx.application import Sphinx
 
 from xnnguide.core import environment, facts
-from xnnguide.core.records import (dependency_key, find_recipe, load_run_record, records_dir, source_digest,
-                                   write_run_record)
-from xnnguide.site.scheduling import budgets, in_worker, limit_threads
+from xnnguide.site import watchdog
+from xnnguide.core.records import load_run_record, records_dir, write_run_record
+from xnnguide.core.recipes import (DEFAULT_BUDGET_GB, DEFAULT_BUDGET_SECONDS, budget_gb, budget_seconds,
+                                   dependency_key, find_recipe, listed_order, source_digest)
 
-#: This build's id, set when it starts (:func:`start_build`); worker and recipe processes inherit it, which
+#: This build's id, set when it starts (:func:`use_build_id`); the shards and recipe processes inherit it, which
 #: ties their log lines and run records to this build.
 BUILD_ID = "XNNGUIDE_BUILD_ID"
-
-#: The recipes this build ran, in the order they started (added by the pool, or by the serial path).
-execution_order: list[str] = []
+#: The threads a recipe gets, set by its shard (:mod:`.run_shards`): its share of the cores.
+THREADS = "XNNGUIDE_RECIPE_THREADS"
 
 # When each recipe that is running in this process started, by name: from the hook's "before" to its "after".
 _started: dict[str, float] = {}
@@ -46,10 +48,44 @@ def executions_log(gallery: Path) -> Path:
     return records_dir(gallery) / "executions.log"
 
 
-def start_build() -> None:
-    """A new build: a new id for its log lines and records, and no recipe run yet."""
-    os.environ[BUILD_ID] = uuid.uuid4().hex
-    execution_order.clear()
+class RecipeOrder:
+    """sphinx-gallery ``within_subsection_order``: the order the subsection's header lists; recipes it does not
+    list (``tests/test_gallery_order.py`` forbids them) come after, by file name."""
+
+    def __init__(self, src_dir: str | os.PathLike[str]) -> None:
+        self.order = listed_order(src_dir)
+
+    def __call__(self, filename: str) -> tuple[int, str]:
+        stem = Path(filename).stem
+        return (self.order.index(stem) if stem in self.order else len(self.order), str(filename))
+
+    def __repr__(self) -> str:  # sphinx-gallery puts it in the config it compares between builds
+        return f"<{type(self).__name__}>"
+
+
+def use_build_id() -> None:
+    """This build's id for its log lines and records: the one its shard inherited, or a new one."""
+    os.environ.setdefault(BUILD_ID, uuid.uuid4().hex)
+
+
+def limit_threads(source: Path) -> None:
+    """Give the recipe its share of the cores (:data:`THREADS`), for PyTorch and for ExecuTorch's thread pool,
+    which XNNPACK uses (called before each recipe runs).
+
+    The shard sets ``OMP_NUM_THREADS`` too, which only a fresh ``import torch`` obeys; torch is imported before
+    the recipe starts. ExecuTorch's pool ignores it and defaults to every core, so it is sized here, before the
+    recipe loads any program: a loaded XNNPACK program may still use the pool that a reset replaces.
+    """
+    cores = os.cpu_count() or 1
+    threads = int(os.environ.get(THREADS, cores))
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+    if "executorch.extension.pybindings._C" in sys.modules or (
+            threads < cores and "executorch" in source.read_text(encoding="utf-8")):
+        from executorch.extension.pybindings import portable_lib
+
+        if portable_lib._threadpool_get_thread_count() != threads:
+            portable_lib._unsafe_reset_threadpool(threads)
 
 
 def _gallery(gallery_conf: dict[str, Any]) -> Path:
@@ -68,32 +104,32 @@ def recipe_hook(gallery_conf: dict[str, Any], fname: str | None, when: str) -> N
     name = Path(fname).stem
     source = _recipe_source(gallery_conf, fname)
     if when == "before":
-        limit_threads(gallery_conf, source)
+        limit_threads(source)
         facts.begin_recipe(name, records_dir(_gallery(gallery_conf)) / "facts")
         # One short line in append mode: workers' lines never interleave.
         with open(executions_log(_gallery(gallery_conf)), "a", encoding="utf-8") as log:
             log.write(f"{name}\t{os.getpid()}\t{_dt.datetime.now().isoformat()}\t"
                       f"{os.environ.get(BUILD_ID, '-')}\n")
         _started[name] = time.perf_counter()
+        watchdog.mark_started()
         return
     facts.end_recipe()
     # sphinx-gallery decides pass or fail only after this hook returns; the end of the build (.build) fills
     # in the verdict.
     write_run(gallery_conf, fname, seconds=time.perf_counter() - _started.pop(name, time.perf_counter()),
               pid=os.getpid(), status="finished", error=None,
-              **dict(zip(("budget_seconds", "budget_gb"), budgets(source))))
+              budget_seconds=budget_seconds(source), budget_gb=budget_gb(source))
 
 
-def add_to_run_record(gallery_conf: dict[str, Any], fname: str, **fields: Any) -> None:
-    """Add *fields* to the run record the recipe's hook wrote, if it wrote one."""
-    gallery = _gallery(gallery_conf)
-    record = load_run_record(gallery, Path(fname).stem)
+def add_to_record(gallery: Path, name: str, **fields: Any) -> None:
+    """Add *fields* to the run record of the recipe *name*, if it has one."""
+    record = load_run_record(gallery, name)
     if record is not None:
         write_run_record(records_dir(gallery), {**record, **fields})  # type: ignore[typeddict-item]
 
 
 def write_run(gallery_conf: dict[str, Any], fname: str, seconds: float, pid: int, **fields: Any) -> None:
-    """Write the run record of a recipe that just ran (here, or in a process :mod:`.isolation` watched)."""
+    """Write the run record of a recipe that just ran."""
     write_record(_gallery(gallery_conf), _recipe_source(gallery_conf, fname), seconds, pid, **fields)
 
 
@@ -107,8 +143,6 @@ def write_record(gallery: Path, source: Path, seconds: float, pid: int, **fields
         "seconds": round(seconds, 3),
         "build_id": os.environ.get(BUILD_ID),
         "pid": pid,
-        # Whether a worker process of a parallel build ran it, beside others.
-        "worker": in_worker(),
         "finished": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
         "environment": environment.describe(),
         **fields,
@@ -117,5 +151,8 @@ def write_record(gallery: Path, source: Path, seconds: float, pid: int, **fields
 
 
 def register(app: Sphinx) -> None:
-    """Add the gallery's folder to the configuration (called by :func:`xnnguide.site.setup`)."""
+    """Add the gallery's folder and the default budgets to the configuration (called by
+    :func:`xnnguide.site.setup`)."""
     app.add_config_value("xnnguide_gallery_dir", "gallery", "env")
+    app.add_config_value("xnnguide_default_budget_seconds", DEFAULT_BUDGET_SECONDS, "")
+    app.add_config_value("xnnguide_default_budget_gb", DEFAULT_BUDGET_GB, "")

@@ -18,7 +18,7 @@ from sphinx.application import Sphinx
 from sphinx.directives.code import LiteralInclude
 
 from xnnguide.core.paths import display
-from xnnguide.core.records import records_dir
+from xnnguide.core.records import load_run_record, records_dir
 from xnnguide.core.results import check_build_steps, check_recipes
 
 _KEY = "xnnguide_lost_includes"
@@ -55,11 +55,11 @@ def problems(app: Sphinx) -> list[str]:
     gallery = Path(app.srcdir) / getattr(app.config, "xnnguide_gallery_dir", "gallery")
     snippets = Path(app.confdir) / "snippets"
     if app.builder.name == "html" and (records_dir(gallery) / "runs").is_dir():
-        failed = getattr(app.config, "sphinx_gallery_conf", {}).get("failing_examples", {})
-        names = {Path(src).stem for src in failed}
+        # A one-recipe build (xnnguide.site.build) answers for its recipe; the pages' build for every failed run.
+        only = getattr(app.config, "xnnguide_recipe", "")
         lines += [str(problem) for problem in check_recipes(snippets, gallery, Path.cwd())
-                  if problem.path.stem in names]
-        if not getattr(app.config, "xnnguide_shard", ""):  # a shard's build runs no build step
+                  if (problem.path.stem == only if only else _status(gallery, problem.path.stem) == "failed")]
+        if not only:
             lines += [str(problem) for problem in check_build_steps(Path(app.srcdir), gallery, Path.cwd())]
     for docname in sorted(_lost(app.env)):
         for source, line, message in _lost(app.env)[docname]:
@@ -67,6 +67,10 @@ def problems(app: Sphinx) -> list[str]:
                          "fix the path or the ':start-after:'/':end-before:' marker (the whole line, e.g. "
                          "\"# [start lower]\")")
     return lines
+
+
+def _status(gallery: Path, name: str) -> str | None:
+    return (load_run_record(gallery, name) or {}).get("status")
 
 
 def _summarise(app: Sphinx, exception: Exception | None) -> None:

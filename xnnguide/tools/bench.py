@@ -30,7 +30,8 @@ from pathlib import Path
 import psutil
 
 from xnnguide.core import environment
-from xnnguide.core.records import load_run_record, recipe_files, records_dir
+from xnnguide.core.records import load_run_record, records_dir
+from xnnguide.core.recipes import recipe_files
 
 ROOT = Path(__file__).resolve().parents[2]
 GALLERY = ROOT / "docs" / "gallery"
@@ -104,7 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     recipes = {name: load_run_record(GALLERY, name)["seconds"] for name in ran}
     recipe_sum = sum(recipes.values())
     fixed = cold - summary["gallery_seconds"]
-    print(f"cold `make html`: {cold:.1f} s ({len(ran)} recipes ran, parallel={summary['parallel']})")
+    shard_seconds = summary["shard_seconds"]
+    imbalance = max(shard_seconds) / (sum(shard_seconds) / len(shard_seconds)) if shard_seconds else 1.0
+    print(f"cold `make html`: {cold:.1f} s ({len(ran)} recipes ran in {len(shard_seconds)} shards)")
 
     noop = _make(make, "html")[0]
     noop_ran = _ran()[0]
@@ -137,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         ("  of which running recipes (gallery phase)", f"{summary['gallery_seconds']:.1f} s"),
         ("  fixed Sphinx cost (cold - gallery phase)", f"{fixed:.1f} s"),
         ("sum of recipe execution times", f"{recipe_sum:.1f} s"),
+        ("recipe and build-step seconds of each shard", ", ".join(f"{seconds:.1f}" for seconds in shard_seconds)),
+        ("shard imbalance (longest shard / mean)", f"{imbalance:.2f}"),
         *([("sum of recipes run alone (fresh interpreters)", f"{sum(alone.values()):.1f} s")] if alone else []),
         ("no-op make html", f"{noop:.1f} s ({len(noop_ran)} recipes ran)"),
         (f"one-snippet edit ({edit.name})", f"{edited:.1f} s (ran: {', '.join(edit_ran) or 'none'})"),
@@ -147,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label:<48} {value}")
     print("\ngoals:")
     print(f"  cold <= 0.8 x recipe sum + fixed: {cold:.1f} s <= {limit:.1f} s: {_verdict(cold <= limit)}")
+    print(f"  shard imbalance <= 1.2: {imbalance:.2f}: {_verdict(imbalance <= 1.2)}")
     print(f"  no-op <= 5% of cold: {noop:.1f} s <= {0.05 * cold:.1f} s: {_verdict(noop <= 0.05 * cold)}")
     print(f"  peak memory <= 8 GB: {peak_rss / GB:.2f} GB (RSS sum): {_verdict(peak_rss <= 8 * GB)}")
     print(f"  no-op ran no recipe: {_verdict(not noop_ran)}; edit ran only {edit.stem}: "

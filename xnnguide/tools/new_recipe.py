@@ -13,7 +13,7 @@ import re
 import sys
 from pathlib import Path
 
-from xnnguide.core.records import ORDER_LIST
+from xnnguide.core.recipes import ORDER_LIST
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = Path(__file__).with_name("recipe_template.py")

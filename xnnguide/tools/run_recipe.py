@@ -26,7 +26,7 @@ from pathlib import Path
 
 from xnnguide.core import facts
 from xnnguide.core.paths import display
-from xnnguide.core.records import budget_seconds, is_build_step
+from xnnguide.core.recipes import budget_seconds, is_build_step
 from xnnguide.core.results import failure_line
 
 ROOT = Path(__file__).resolve().parents[2]

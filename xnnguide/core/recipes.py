@@ -1,0 +1,195 @@
+"""The recipe files: where they are, and what each declares and depends on, read from its text.
+
+* where: :func:`recipe_files` below ``snippets/``, :func:`build_step_files` below ``docs/build_steps/``,
+  :func:`find_source` by name, :func:`shown` as messages name them, :func:`listed_order` in a subsection;
+* what a recipe declares in comment lines: its budgets (:func:`budget_seconds`, :func:`budget_gb`), the files it
+  reads (:func:`declared_files`), what it needs of the machine (:func:`missing_requirements`);
+* what its result depends on (:func:`dependency_key`): its text, the package versions, the site's helper modules
+  it imports (:func:`helper_modules`) and the files it declares. Run records (:mod:`.records`) keep that key.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Iterator
+
+from xnnguide.core import environment
+
+
+#: A recipe that runs longer than this, in seconds of wall time, is stopped and fails the build, unless it
+#: declares its own budget (see :func:`budget_seconds`).
+DEFAULT_BUDGET_SECONDS = 300.0
+
+
+#: A recipe whose process (with its own child processes) holds more resident memory than this, in GB, is stopped
+#: and fails, unless it declares its own budget (see :func:`budget_gb`). Two recipes run side by side, and with
+#: Sphinx they must fit a 24 GB machine.
+DEFAULT_BUDGET_GB = 8.0
+
+
+def _declared(name: str, source: str | os.PathLike[str], default: float) -> float:
+    """The number a recipe declares with a line ``# <name> = N``, or *default*."""
+    pattern = rf"^\s*#\s*{name}\s*=\s*([0-9]+(?:\.[0-9]*)?)\s*$"
+    found = re.findall(pattern, Path(source).read_text(encoding="utf-8"), re.MULTILINE)
+    if len(found) > 1:
+        raise ValueError(f"{source}: declares {name} {len(found)} times")
+    return float(found[0]) if found else float(default)
+
+
+def source_digest(path: str | os.PathLike[str]) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _absolute_imports(source: str | os.PathLike[str]) -> Iterator[tuple[str, list[str]]]:
+    """Each absolute import of a Python file: (``a.b``, []) for ``import a.b``, (``a``, [``b``]) for
+    ``from a import b``."""
+    for node in ast.walk(ast.parse(Path(source).read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from ((alias.name, []) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module, [alias.name for alias in node.names]
+
+
+def imported_names(source: str | os.PathLike[str]) -> set[str]:
+    """The dotted names a Python file imports absolutely: ``a.b`` for ``import a.b``, and ``a`` and ``a.b`` for
+    ``from a import b`` (*b* may be a module)."""
+    return {name for module, members in _absolute_imports(source)
+            for name in [module, *(f"{module}.{member}" for member in members)]}
+
+
+def helper_modules(source: str | os.PathLike[str]) -> list[Path]:
+    """The files of this repository's ``xnnguide`` modules that a recipe imports."""
+    package = Path(__file__).resolve().parents[1]
+    names = imported_names(source)
+    candidates = [package.joinpath(*name.split(".")[1:]) for name in names if name.split(".")[0] == package.name]
+    return sorted({path for candidate in candidates for path in (candidate.with_suffix(".py"),
+                   candidate / "__init__.py", package / "__init__.py") if path.is_file()})
+
+
+_DEPENDS_ON = re.compile(r"^\s*#\s*xnnguide_depends_on\s*=\s*(.+?)\s*$", re.MULTILINE)
+
+
+def declared_files(source: str | os.PathLike[str]) -> list[Path]:
+    """The other files a recipe declares it uses, relative to its folder:
+    ``# xnnguide_depends_on = cpp_runner/main.cpp cpp_runner/CMakeLists.txt``."""
+    source = Path(source)
+    names = " ".join(_DEPENDS_ON.findall(source.read_text(encoding="utf-8"))).split()
+    return [source.parent / name for name in names]
+
+
+_REQUIRES = re.compile(r"^\s*#\s*xnnguide_requires\s*=\s*(.+?)\s*$", re.MULTILINE)
+
+
+_SETUP = re.compile(r"^\s*#\s*xnnguide_setup\s*=\s*(.+?)\s*$", re.MULTILINE)
+
+
+def missing_requirements(source: str | os.PathLike[str]) -> str | None:
+    """Why this machine cannot run a recipe, or ``None``: what it declares it needs and this machine lacks.
+
+    A recipe that needs more than the environment (a cross-compiler, an emulator, a downloaded file) declares
+    it: ``# xnnguide_requires = qemu-aarch64 $EXECUTORCH_AARCH64/share/cmake/executorch-config.cmake``, each
+    word a command looked up on the ``PATH`` or, when it holds a ``/``, a file (``$VARIABLE`` expanded); and
+    ``# xnnguide_setup = make aarch64``, the set-up step that provides them. The build does not run such a
+    recipe where something is missing, and records it as not run with this reason (:mod:`xnnguide.site.build`).
+    """
+    text = Path(source).read_text(encoding="utf-8")
+    missing = []
+    for word in " ".join(_REQUIRES.findall(text)).split():
+        if "/" not in word:
+            missing += [] if shutil.which(word) else [f"{word} is not on the PATH"]
+            continue
+        path = os.path.expandvars(word)
+        unset = re.findall(r"\$\{?(\w+)", path)
+        if unset:
+            missing.append(f"{word}: ${unset[0]} is not set")
+        elif not Path(path).exists():
+            missing.append(f"{path} does not exist")
+    if not missing:
+        return None
+    setup = _SETUP.findall(text)
+    return "; ".join(missing) + (f" (`{setup[0]}` installs them)" if setup else "")
+
+
+def dependency_key(source: str | os.PathLike[str]) -> str:
+    """A digest of everything a recipe's result depends on.
+
+    The recipe's own text, the versions of :data:`xnnguide.core.environment.PACKAGES`, the text of every ``xnnguide``
+    helper module it imports, and of every file it declares with ``# xnnguide_depends_on = ...``. A recipe whose
+    key changed since its last passing run is run again.
+    """
+    digest = hashlib.sha256(Path(source).read_bytes())
+    digest.update(json.dumps(environment.package_versions(), sort_keys=True).encode())
+    for path in helper_modules(source):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for path in declared_files(source):
+        digest.update(path.name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"missing"))
+    return digest.hexdigest()
+
+
+def budget_seconds(source: str | os.PathLike[str], default: float = DEFAULT_BUDGET_SECONDS) -> float:
+    """The wall-time budget a recipe declares, or *default*: a line ``# xnnguide_budget_seconds = 60``,
+    best inside an ignore block so readers do not see it."""
+    return _declared("xnnguide_budget_seconds", source, default)
+
+
+def budget_gb(source: str | os.PathLike[str], default: float = DEFAULT_BUDGET_GB) -> float:
+    """The memory budget, in GB of resident memory, a recipe declares, or *default*: ``# xnnguide_budget_gb = 12``."""
+    return _declared("xnnguide_budget_gb", source, default)
+
+
+def shown(source: Path) -> str:
+    """How messages and pages name a recipe, ``snippets/<task>/<name>.py``, or a build step,
+    ``docs/build_steps/<name>.py``: from the checkout's top folder, wherever the checkout is."""
+    top = next((parent for parent in source.parents if parent.name in ("snippets", "docs")), None)
+    return f"{top.name}/{source.relative_to(top).as_posix()}" if top else str(source)
+
+
+def recipe_files(snippets: Path) -> list[Path]:
+    """Every recipe below *snippets*, in its gallery subsection or at the top."""
+    return sorted(path for path in snippets.rglob("*.py") if path.name != "__init__.py")
+
+
+#: The folder of the build steps, below the Sphinx source folder (``docs/``): scripts the build runs like
+#: recipes, out of the gallery (:mod:`xnnguide.site.build_steps`).
+BUILD_STEPS = "build_steps"
+
+
+def is_build_step(source: Path) -> bool:
+    """Whether *source* is a build step (in ``docs/build_steps/``), not a recipe."""
+    return source.parent.name == BUILD_STEPS
+
+
+def build_step_files(docs: Path) -> list[Path]:
+    """Every build step below the Sphinx source folder *docs*, by name."""
+    return sorted(path for path in (docs / BUILD_STEPS).glob("*.py") if path.name != "__init__.py")
+
+
+def find_recipe(snippets: Path, name: str) -> Path:
+    """The recipe called *name* (a stem or a file name; unique across task folders) wherever it sits,
+    else the path it would have at the top of *snippets*."""
+    stem = Path(name).stem
+    return next((path for path in recipe_files(snippets) if path.stem == stem), snippets / f"{stem}.py")
+
+
+def find_source(snippets: Path, docs: Path, name: str) -> Path:
+    """The build step called *name* if there is one (below *docs*), else the recipe (:func:`find_recipe`)."""
+    step = docs / BUILD_STEPS / f"{Path(name).stem}.py"
+    return step if step.is_file() else find_recipe(snippets, name)
+
+
+#: A subsection's recipe order, in its ``GALLERY_HEADER.rst``: an reST comment, which readers do not see,
+#: ``.. Recipe order, first steps first:`` and one indented recipe stem a line.
+ORDER_LIST = re.compile(r"^\.\. Recipe order\b[^\n]*\n((?:[ \t]+\S+[ \t]*\n?)*)", re.MULTILINE)
+
+
+def listed_order(subsection: str | os.PathLike[str]) -> list[str]:
+    """The recipe stems a subsection's ``GALLERY_HEADER.rst`` lists (:data:`ORDER_LIST`), in order."""
+    header = Path(subsection) / "GALLERY_HEADER.rst"
+    match = ORDER_LIST.search(header.read_text(encoding="utf-8")) if header.is_file() else None
+    return match.group(1).split() if match else []

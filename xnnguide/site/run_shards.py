@@ -1,0 +1,215 @@
+"""The build's recipe runs: the recipes that must run, in shards side by side, merged into the gallery.
+
+``python -m xnnguide.site.run_shards [--jobs N | --shard k/N --folder DIR] [-- SPHINX-BUILD ARGUMENTS]``
+
+1. **Plan** (:func:`plan`): the recipes and build steps whose last run does not hold
+   (:func:`~xnnguide.core.records.stale_reason`), as units of work in the order the shards take them: longest
+   first by their past run times, then the never-timed (:func:`xnnguide.core.shards.units`). A no-op rebuild
+   has none and runs nothing.
+2. **Shards** (:func:`run_shard`): one process per shard, one shard per core by default. Each takes the next
+   unit no other shard took, so that the shards end together; it runs its recipes one at a time, each in a child process the watchdog stops at its time or memory budget or when it
+   crashes (:mod:`.watchdog`); the children start from a forkserver that imported torch and Sphinx once. A
+   recipe's child is a one-recipe Sphinx build into the shard's folder: sphinx-gallery runs the recipe and
+   writes its page, figures and checksum, and :mod:`.build` ends that build there. A build step's child runs
+   its script (:mod:`.build_steps`). A recipe that times something holds the machine: the other shards'
+   recipes stop meanwhile (:mod:`xnnguide.core.quiet`).
+3. **Merge** (:func:`xnnguide.core.shards.merge`, the code CI's site job runs on the folders of its matrix of
+   ``make html SHARD=k/N``): the shard folders into the gallery; what this build ran in ``_records/build.json``.
+4. **Render**: the SPHINX-BUILD ARGUMENTS, with ``plot_gallery`` off (as in ``conf.py``): it writes the pages
+   and runs no recipe.
+
+With ``--shard k/N`` (a CI matrix job) only shard *k* runs, its part of a split that is the same on every
+machine (:func:`xnnguide.core.shards.assign`), into ``--folder``, and nothing is merged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from xnnguide.core import quiet, shards
+from xnnguide.core.records import load_run_record, records_dir, stale_reason
+from xnnguide.core.recipes import (build_step_files, find_source, is_build_step, missing_requirements, recipe_files,
+                                   shown)
+from xnnguide.site import build_steps, runs, watchdog
+
+
+
+def plan(docs: Path, snippets: Path, gallery: Path) -> list[Path]:
+    """The recipes and build steps that must run, each named with why.
+
+    A recipe whose declared requirements this machine lacks is left to the pages' build, which records it as
+    not run (:func:`xnnguide.site.build.leave_out_unrunnable`)."""
+    sources = []
+    for source in [*recipe_files(snippets), *build_step_files(docs)]:
+        reason = _must_run(gallery, snippets, source)
+        if reason and (is_build_step(source) or not missing_requirements(source)):
+            print(f"recipe {source.name} runs: {reason}", flush=True)
+            sources.append(source)
+    return sources
+
+
+def _must_run(gallery: Path, snippets: Path, source: Path) -> str | None:
+    """Why *source* must run in this build, or ``None``."""
+    page = None if is_build_step(source) else gallery / f"{source.relative_to(snippets)}.md5"
+    return stale_reason(gallery, source) or (None if page is None or page.is_file() else "its page is missing")
+
+
+def _claim(claims: Path | None, number: int) -> bool:
+    """Whether this shard takes unit *number*: the first shard to create its claim file does."""
+    if claims is None:
+        return True
+    try:
+        os.close(os.open(claims / str(number), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
+
+
+def build_one_recipe(argv: list[str]) -> int:
+    """In a recipe's child: the one-recipe Sphinx build *argv* (sphinx-gallery runs the recipe)."""
+    from sphinx.cmd.build import build_main
+
+    return build_main(argv)
+
+
+def run_shard(work_units: list[list[Path]], claims: Path | None, folder: Path, docs: Path, conf: Path,
+              threads: int) -> int:
+    """Run the units of work this shard claims (all of them without *claims*), in their order, one recipe at a
+    time into the shard *folder*, each in a watched child; the number that failed.
+
+    Shards side by side on one machine share *claims*: each takes the next unit no other shard took, so that
+    they end together, within about the last unit's time."""
+    shutil.rmtree(folder, ignore_errors=True)
+    records_dir(folder).mkdir(parents=True)
+    env = dict(os.environ, **{runs.THREADS: str(threads), "OMP_NUM_THREADS": str(threads)})
+    work = Path(tempfile.mkdtemp(prefix="xnnguide-shard-"))
+    watchdog.start_forkserver()
+    failed, sources = 0, []
+    for source in (source for number, unit in enumerate(work_units) if _claim(claims, number) for source in unit):
+        sources.append(source)
+        started = datetime.datetime.now().astimezone().isoformat()
+        if is_build_step(source):
+            ran = watchdog.run(build_steps.execute, (str(source), str(records_dir(folder) / "facts")), source, env)
+        else:
+            argv = ["-q", "-c", str(conf), "-b", "html", "-d", str(work / "doctrees"), "-D", "plot_gallery=1",
+                    "-D", f"xnnguide_gallery_dir={os.path.relpath(folder, docs)}", "-D", f"xnnguide_recipe={source.stem}",
+                    str(docs), str(work / "html")]
+            ran = watchdog.run(build_one_recipe, (argv,), source, env)
+        seconds, gb = watchdog.budgets(source)
+        fields = dict(started=started, worker=threads < (os.cpu_count() or 1), budget_seconds=seconds,
+                      budget_gb=gb, peak_gb=round(ran.peak / 1e9, 3))
+        if ran.stopped:
+            runs.write_record(folder, source, ran.elapsed, ran.pid, status="failed",
+                              error=watchdog.stop_message(source, ran), **fields)
+            # What sphinx-gallery began to write of it; the pages' build writes its page without outputs.
+            for path in shards.outputs(folder, conf / "snippets", source):
+                if path.parts[0] != "_records":
+                    (folder / path).unlink()
+        elif is_build_step(source):
+            status, error = ran.outcome
+            runs.write_record(folder, source, ran.elapsed, ran.pid, status=status, error=error, **fields)
+        else:  # the recipe's own build wrote its record, with sphinx-gallery's verdict
+            runs.add_to_record(folder, source.stem, **fields)
+        record = load_run_record(folder, source.stem) or {}
+        if record.get("status") not in ("passed", "failed"):
+            error = f"its build ended with status {ran.outcome} before judging the recipe; see the build's log"
+            print(f"{shown(source)}:1: recipe: {error}", file=sys.stderr, flush=True)
+            runs.write_record(folder, source, ran.elapsed, ran.pid, status="failed", error=error, **fields)
+        failed += (load_run_record(folder, source.stem) or {}).get("status") != "passed"
+    shutil.rmtree(work, ignore_errors=True)
+    manifest = {"recipes": [source.stem for source in sources]}
+    (folder / shards.MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    return failed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m xnnguide.site.run_shards", description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="shards side by side (default: cores)")
+    parser.add_argument("--shard", help="k/N: run shard k of N only, into --folder (a CI matrix job)")
+    parser.add_argument("--folder", type=Path, help="the shard's folder (with --shard)")
+    parser.add_argument("--plan", type=Path, help=argparse.SUPPRESS)  # a shard's process: the units to claim
+    parser.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--docs", type=Path, default=Path("docs"))
+    parser.add_argument("--conf", type=Path, default=Path("."))
+    parser.add_argument("sphinx", nargs=argparse.REMAINDER, help="-- then the pages' sphinx-build arguments")
+    args = parser.parse_args(argv)
+    docs, snippets, conf = args.docs.resolve(), (args.conf / "snippets").resolve(), args.conf.resolve()
+    gallery = docs / "gallery"
+    if args.plan:
+        units = [[Path(path) for path in unit] for unit in json.loads(args.plan.read_text(encoding="utf-8"))]
+        return min(1, run_shard(units, args.plan.parent / "claims", args.folder, docs, conf, args.threads))
+    os.environ.setdefault(runs.BUILD_ID, uuid.uuid4().hex)
+    # One hold folder per build, for the recipes that hold the machine while they time (xnnguide.core.quiet).
+    os.environ.setdefault(quiet.ENV, tempfile.mkdtemp(prefix="xnnguide-quiet-"))
+    started = time.perf_counter()
+    records_dir(gallery).mkdir(parents=True, exist_ok=True)
+    (records_dir(gallery) / "executions.log").write_text("", encoding="utf-8")  # this build's runs only
+    try:
+        index, count = shards.parse(args.shard) if args.shard else (0, args.jobs)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    sources = plan(docs, snippets, gallery)
+    if args.shard:  # the same split on every machine of the matrix; shard k's part
+        mine = shards.assign(sources, gallery, count)[index - 1]
+        folder = (args.folder or Path("_build") / f"shard-{index}-of-{count}").resolve()
+        failed = run_shard([mine], None, folder, docs, conf, threads=os.cpu_count() or 1)
+        print(f">> shard {index}/{count}: ran {len(mine)} recipe(s), {failed} failed, in "
+              f"{time.perf_counter() - started:.1f} s; their records and outputs are in {folder}", flush=True)
+        return 1 if failed else 0
+    work_units = [unit for _, unit in shards.units(sources, gallery)]
+    shared = Path("_build").resolve() / "shards"
+    shutil.rmtree(shared, ignore_errors=True)
+    (shared / "claims").mkdir(parents=True)
+    (shared / "plan.json").write_text(json.dumps([[str(path) for path in unit] for unit in work_units]),
+                                      encoding="utf-8")
+    folders = [shared / f"shard-{number}" for number in range(1, min(count, len(work_units)) + 1)]
+    threads = max(1, (os.cpu_count() or 1) // max(1, len(folders)))
+    processes = [subprocess.Popen([sys.executable, "-m", __spec__.name, "--plan", str(shared / "plan.json"),
+                                   "--folder", str(folder), "--threads", str(threads), "--docs", str(docs),
+                                   "--conf", str(conf)]) for folder in folders]
+    statuses = [process.wait() for process in processes]
+    if any(status not in (0, 1) for status in statuses):
+        print(f"error: a shard's process ended with status {statuses}", file=sys.stderr)
+        return 2
+    problems = shards.merge(folders, gallery, snippets, docs)
+    for problem in problems:
+        print(f"error: {problem}; refusing to merge, nothing was copied", file=sys.stderr)
+    if problems:
+        return 2
+    write_summary(gallery, snippets, docs, folders, sources, time.perf_counter() - started, args.jobs)
+    shutil.rmtree(shared, ignore_errors=True)
+    if not args.sphinx:
+        return 0
+    render = [sys.executable, "-m", "sphinx", *[word for word in args.sphinx if word != "--"]]
+    return subprocess.run(render, check=False).returncode
+
+
+def write_summary(gallery: Path, snippets: Path, docs: Path, folders: list[Path], sources: list[Path],
+                  seconds: float, jobs: int) -> None:
+    """What this build ran, in ``_records/build.json``: each shard's recipes and build steps, in the order it ran
+    them, and the seconds their run records hold; the recipes that were current."""
+    ran = [json.loads((folder / shards.MANIFEST).read_text(encoding="utf-8"))["recipes"] for folder in folders]
+    steps = {name for names in ran for name in names if is_build_step(find_source(snippets, docs, name))}
+    summary = {"build_id": os.environ[runs.BUILD_ID], "pid": os.getpid(), "jobs": jobs, "shards": ran,
+               "ran": [name for names in ran for name in names if name not in steps],
+               "build_steps": [name for names in ran for name in names if name in steps],
+               "skipped": sorted({path.stem for path in recipe_files(snippets)} - {path.stem for path in sources}),
+               "shard_seconds": [round(sum(float((load_run_record(gallery, name) or {}).get("seconds", 0.0))
+                                           for name in names), 3) for names in ran],
+               "gallery_seconds": round(seconds, 3)}
+    (records_dir(gallery) / "build.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
