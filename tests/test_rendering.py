@@ -223,7 +223,8 @@ def test_no_stamp_names_a_file_of_the_sites_source_and_a_page_has_one_full_stamp
     several = {}
     for page in reader_pages():
         stamps = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").select(".xnnguide-stamp")
-        full = [stamp for stamp in stamps if "xnnguide-stamp-small" not in stamp.get("class", [])]
+        full = [stamp for stamp in stamps  # a recipe this machine could not run says so in full, wherever it is
+                if not {"xnnguide-stamp-small", "xnnguide-not-verified"} & set(stamp.get("class", []))]
         if len(full) > 1:
             several[page.relative_to(HTML).as_posix()] = len(full)
     assert not several, f"pages with more than one full stamp: {several}"

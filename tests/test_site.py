@@ -167,6 +167,8 @@ def test_a_page_has_one_full_stamp_and_later_ones_are_a_small_link_to_their_reci
     assert [a["href"].rsplit("/", 1)[-1] for a in about] == ["verified.html", "execution_ledger.html"], about
     assert " · " in full[0].select_one(".xnnguide-stamp-links").get_text(), full[0]
     for stamp in stamps[1:]:
+        if "xnnguide-not-verified" in stamp["class"]:
+            continue  # a recipe this machine could not run says so in full, wherever it is
         assert "xnnguide-stamp-small" in stamp["class"], stamp
         links = [a["href"] for a in stamp.find_all("a")]
         assert len(links) == 1 and "gallery/performance/" in links[0], (stamp.get_text(), links)
