@@ -45,6 +45,7 @@ def folder(tmp_path, monkeypatch):
     torch.save([(torch.randn(1, 8),) for _ in range(4)], "samples.pt")
     torch.save(torch.randn(3), "not_a_list.pt")
     (tmp_path / "garbage.pt2").write_bytes(b"not a program")
+    (tmp_path / "folder.pte").mkdir()
     return tmp_path
 
 
@@ -64,10 +65,10 @@ def run(compiler, capsys, *argv):
 
 BAD_INPUT = [
     ([], "the following arguments are required: --model"),
-    (["--model", "mobilenet_v4"], "mobilenet_v4: not a torchvision model or a .pt2 file"),
+    (["--model", "mobilenet_v4"], "mobilenet_v4: no torchvision model of that name"),
     (["--model", "missing.pt2"], "no such file: missing.pt2"),
     (["--model", "garbage.pt2"], "garbage.pt2 is not a file torch.export.save wrote"),
-    (["--model", "linear.pt2", "--quantize", "int4"], "--quantize int4: use fp32, int8-static, int8-dynamic"),
+    (["--model", "linear.pt2", "--quantize", "int4"], "--quantize takes fp32, int8-static or int8-dynamic"),
     (["--model", "linear.pt2", "--quantize", "int8-static"],
      "--calibration-data goes with --quantize int8-static, and only it"),
     (["--model", "linear.pt2", "--calibration-data", "samples.pt"],
@@ -79,9 +80,22 @@ BAD_INPUT = [
     (["--model", "resnet18", "--weights", "BOGUS"], "resnet18 has no weights 'BOGUS'; try DEFAULT"),
     (["--model", "resnet18", "--input-shape", "1,3,x,224"], "--input-shape takes integers, like 1,3,224,224: 1,3,x,224"),
     (["--model", "linear.pt2", "--output", "linear.bin"], "--output must end in .pte: linear.bin"),
-    (["--model", "linear.pt2", "--output", "out/linear.pte"], "cannot write out/linear.pte: No such file or directory"),
+    (["--model", "linear.pt2", "--output", "out/linear.pte"], "no folder out/ to write linear.pte in"),
+    (["--model", "linear.pt2", "--output", "samples.pt/linear.pte"], "no folder samples.pt/ to write linear.pte in"),
+    (["--model", "linear.pt2", "--output", "."], "--output must end in .pte: ."),
+    (["--model", "linear.pt2", "--output", "folder.pte"], "folder.pte is a folder"),
     (["--model", "add.pt2", "--quantize", "int8-dynamic"], "--quantize int8-dynamic found nothing to quantize"),
 ]
+
+
+def test_an_output_it_may_not_write_is_bad_input(compiler, folder, capsys, monkeypatch):
+    # Root, as the tests may run, writes anywhere: the refusal is the operating system's, simulated.
+    def refused(**_):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(compiler.tempfile, "NamedTemporaryFile", refused)
+    status, out, err = run(compiler, capsys, "--model", "linear.pt2", "--output", "linear.pte")
+    assert (status, out, err) == (2, "", PREFIX + "cannot write linear.pte: Permission denied\n")
 
 
 @pytest.mark.parametrize("argv, message", BAD_INPUT, ids=[message[:40] for _, message in BAD_INPUT])
@@ -147,7 +161,7 @@ def test_a_saved_program_compiles_and_runs_like_the_model(compiler, folder, caps
     else:
         torch.testing.assert_close(run_pte("linear.pte", [test_input]), expected, atol=1e-5, rtol=1e-5)
     assert sorted(os.listdir()) == sorted(["linear.pt2", "add.pt2", "samples.pt", "not_a_list.pt", "garbage.pt2",
-                                           "linear.pte"])
+                                           "folder.pte", "linear.pte"])
 
 
 def test_the_default_output_is_named_after_the_model_and_mode(compiler, folder, capsys):
@@ -168,5 +182,5 @@ def test_a_reader_runs_it_alone(tmp_path):
     assert help_.returncode == 0 and help_.stdout.startswith("usage: xnnpack_aot_compile.py"), help_.stderr
     refused = shell("--model", "mobilenet_v4")
     assert refused.returncode == 2 and refused.stdout == ""
-    assert refused.stderr == PREFIX + "mobilenet_v4: not a torchvision model or a .pt2 file\n"
+    assert refused.stderr == PREFIX + "mobilenet_v4: no torchvision model of that name\n"
     assert os.listdir(tmp_path) == [SCRIPT.name]

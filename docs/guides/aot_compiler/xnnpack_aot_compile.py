@@ -59,7 +59,7 @@ def parse_args(argv):
                         help="print the Python traceback of an error")
     args = parser.parse_args(argv)
     if args.quantize not in QUANTIZE_CHOICES:
-        parser.error(f"--quantize {args.quantize}: use {', '.join(QUANTIZE_CHOICES)}")
+        parser.error("--quantize takes fp32, int8-static or int8-dynamic")
     static = args.quantize == "int8-static"
     if static != (args.calibration_data is not None):
         parser.error("--calibration-data goes with --quantize int8-static, and only it")
@@ -90,7 +90,7 @@ def load_model(args):
     import torchvision
 
     if args.model not in torchvision.models.list_models(module=torchvision.models):
-        raise BadInput(f"{args.model}: not a torchvision model or a .pt2 file")
+        raise BadInput(f"{args.model}: no torchvision model of that name")
     shape_text = args.input_shape or "1,3,224,224"
     try:
         shape = [int(size) for size in shape_text.split(",")]
@@ -167,6 +167,10 @@ def lower(program):
 @contextlib.contextmanager
 def file_written_on_success(path):
     """A temporary file beside *path*: renamed to it on success, else deleted."""
+    if not path.parent.is_dir():
+        raise BadInput(f"no folder {path.parent}/ to write {path.name} in")
+    if path.is_dir():
+        raise BadInput(f"{path} is a folder")
     try:
         handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.",
                                              delete=False)
