@@ -30,7 +30,7 @@ ENV_STAMP := $(VENV)/.installed-$(ENV_KEY)
 UV_VERSION := 0.13.9
 
 .DEFAULT_GOAL := help
-.PHONY: help venv html merge-shards browser aarch64 linkcheck test check print-static-tests check-build recipe new-recipe bench bench-aot serve clean distclean
+.PHONY: help venv html merge-shards browser aarch64 linkcheck test check print-static-tests check-build recipe new-recipe bench serve clean distclean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -156,11 +156,6 @@ new-recipe: venv ## start a recipe from the template: make new-recipe NAME=<what
 BENCH_ARGS ?=
 bench: venv ## time a cold, a no-op and a one-recipe rebuild, and the cold build's memory
 	$(BIN)/python -m xnnguide.tools.bench --make "$(MAKE) --no-print-directory VENV=$(VENV)" $(BENCH_ARGS)
-
-# BENCH_AOT_ARGS=--rounds N: how many alternating rounds each compiler is timed.
-BENCH_AOT_ARGS ?=
-bench-aot: venv ## time our AOT compiler against ExecuTorch's example one, same model and scheme
-	$(BIN)/python -m xnnguide.tools.compare_aot_compilers $(BENCH_AOT_ARGS)
 
 serve: venv ## rebuild and reload the site on every change
 	$(BIN)/sphinx-autobuild -c . -d $(BUILDDIR)/doctrees docs $(HTMLDIR) \

@@ -69,8 +69,7 @@ def built_site() -> Path:
 #: 150, 50, 40). make test hands whole files to its two workers in collection order (pytest-xdist's
 #: ``--dist loadfile --no-loadscope-reorder``); started last, a file of minutes would run on one worker
 #: while the other idles. The rest follow in pytest's own order.
-LONGEST_FILES = ["test_browser.py", "test_walk_throughs.py", "test_aot_compiler.py", "test_reader_runs.py",
-                 "test_compare_aot_compilers.py"]
+LONGEST_FILES = ["test_browser.py", "test_walk_throughs.py", "test_aot_compiler.py", "test_reader_runs.py"]
 
 
 def pytest_collection_modifyitems(items):

@@ -1,27 +1,18 @@
-"""Tests of the export-recipes page and of the AOT compiler's ``--recipe`` option.
+"""Tests of the export-recipes page.
 
 The drift tests read the installed executorch: its ``XNNPackRecipeType`` enum
 and the recipes its provider builds. When a release adds or removes a recipe
 type, or its provider starts running the XNNPACK transform passes, they fail
-at the line of ``docs/guides/export_recipes.md`` that must change. The
-compiler tests run ``main`` in this process on the zoo's one-layer model and
-on the AOT page's patch classifier (a no-op ``expand`` the passes remove).
+at the line of ``docs/guides/export_recipes.md`` that must change.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
-import shutil
-from pathlib import Path
-
-import pytest
 
 from conftest import DOCS
 
 PAGE = DOCS / "guides" / "export_recipes.md"
-PATCH_CLASSIFIER = DOCS / "guides" / "aot_compiler" / "patch_classifier.py"
 
 
 def installed_recipe_types():
@@ -75,69 +66,6 @@ def test_installed_provider_still_lowers_without_the_transform_passes():
             f"{where(section)}: export-recipes: the installed XNNPACK provider now gives {recipe_type.name} "
             f"transform passes ({passes}) — the page says the recipes run none; measure again and rewrite "
             "this section")
-
-
-# -- the AOT compiler's --recipe -------------------------------------------------------------
-
-
-def cli(*argv: str) -> tuple[int, str, str]:
-    from xnnguide.tools import aot_compiler
-
-    stdout, stderr = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        status = aot_compiler.main([str(arg) for arg in argv])
-    return status, stdout.getvalue(), stderr.getvalue()
-
-
-def test_help_lists_every_installed_recipe_type():
-    status, out, _ = cli("--help")
-    assert status == 0
-    listed = out.split("recipe types (--recipe", 1)[1]
-    for recipe_type in installed_recipe_types():
-        assert f"\n  {recipe_type.value}\n" in listed, recipe_type
-
-
-def test_recipe_runs_the_transform_passes_and_tests_the_pte(tmp_path, monkeypatch):
-    shutil.copy(PATCH_CLASSIFIER, tmp_path / PATCH_CLASSIFIER.name)
-    monkeypatch.chdir(tmp_path)
-    status, out, err = cli("-m", "patch_classifier.py:build", "--recipe", "xnnpack_fp32", "--test-after-export",
-                           "-o", "out")
-    assert status == 0, err
-    assert "XNNPACK transform passes on, added to the recipe, which ships without them" in out
-    assert "Delegation (with transform passes): 1 XNNPACK subgraph\n" in out
-    assert "expand_copy" not in out
-    assert "against eager fp32" in out and "): passed" in out
-    assert (tmp_path / "out" / "patch_classifier_build_xnnpack_fp32.pte").is_file()
-
-    status, out, err = cli("-m", "patch_classifier.py:build", "--recipe", "xnnpack_fp32", "--no-transform-passes",
-                           "-o", "out")
-    assert status == 0, err
-    assert "XNNPACK transform passes off, as the recipe ships" in out
-    assert re.search(r"\n  expand_copy.default +0 +1\n", out), out
-
-
-def test_quantized_recipe_is_checked_against_its_quantized_model(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    status, out, err = cli("-m", "linear", "--recipe", "xnnpack_pt2e_int8_dynamic_per_channel",
-                           "--test-after-export", "-o", "out")
-    assert status == 0, err
-    assert "against the pt2e_int8_dynamic_per_channel model in eager PyTorch" in out
-    assert re.search(r"SQNR [0-9.]+ dB, at least 10 dB\): passed", out), out
-
-
-@pytest.mark.parametrize("argv, message", [
-    (["--recipe", "xnnpack_int3"], "argument --recipe: invalid choice: 'xnnpack_int3'"),
-    (["--recipe", "xnnpack_fp32", "-q", "int8-dynamic"], "--recipe xnnpack_fp32 quantizes as its type says"),
-    (["--recipe", "xnnpack_fp32", "--calibration-samples", "4"], "applies to static recipe types"),
-    (["--recipe", "xnnpack_pt2e_int8_static_per_tensor", "--calibration-samples", "0"], "at least 1, not 0"),
-    (["--recipe", "xnnpack_fp32", "--etrecord", "x.etrecord"], "--etrecord is not available with --recipe"),
-])
-def test_bad_recipe_input_is_one_line_and_exit_2(tmp_path, monkeypatch, argv, message):
-    monkeypatch.chdir(tmp_path)
-    status, out, err = cli("-m", "linear", "-o", "out", *argv)
-    assert status == 2
-    assert err.count("\n") == 1 and err.startswith("aot_compiler: error: ") and message in err, err
-    assert not any(Path(tmp_path).rglob("*.pte")), "a bad command wrote a .pte"
 
 
 def test_the_transform_pass_recipe_keeps_the_model_of_the_comparison_it_repeats():

@@ -1,5 +1,5 @@
 """The Makefile: every variable it expands is set in it or by make itself, so that a contributor reads
-each knob (``make bench-aot BENCH_AOT_ARGS=...``) where it is declared, with its default."""
+each knob (``make bench BENCH_ARGS=...``) where it is declared, with its default."""
 
 from __future__ import annotations
 

@@ -100,7 +100,7 @@ def test_unbalanced_ignore_blocks_are_an_error():
 def test_pages_that_show_xnnguide_code_are_reported(tmp_path):
     page = write(tmp_path, "page.md", "# Page\n\n```{literalinclude} %s\n```\n\n```python\nfrom xnnguide.core import facts\n```\n"
                  % (ROOT / "xnnguide" / "core" / "facts.py"))
-    console = write(tmp_path, "tool.md", "```console\n$ python -m xnnguide.tools.aot_compiler --help\n```\n")
+    console = write(tmp_path, "tool.md", "```console\n$ python -m xnnguide.tools.run_recipe --help\n```\n")
     problems = check([page, console])
     assert [problem.split(": reader code: ")[0] for problem in problems] == [f"{page}:3", f"{page}:7"]
 

@@ -1,7 +1,7 @@
 """Code that several recipes must write out in full, because a reader's download runs alone, is one code.
 
 Giving an untrained image model real batch-norm statistics is ``calibrate_batchnorm``, the function of
-``xnnguide.tools.model_zoo`` that the AOT compiler uses. A recipe that needs it defines the same function, and
+``xnnguide.tools.model_zoo``. A recipe that needs it defines the same function, and
 nothing else in a recipe resets batch-norm statistics. "The same" is read from the syntax tree: comments,
 docstrings and type annotations may differ, the code may not.
 """

@@ -145,7 +145,7 @@ def recipe_problems(path: Path, shown: str | None = None) -> list[str]:
 def page_problems(path: Path, shown: str) -> list[str]:
     """``file:line: ...`` for each ``literalinclude`` of an ``xnnguide`` file, and each line importing it.
 
-    Console blocks that run the repository's tools (``python -m xnnguide.tools.aot_compiler``) pass.
+    Console blocks that run the repository's tools (``python -m xnnguide.tools.run_recipe``) pass.
     """
     problems = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
