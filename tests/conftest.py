@@ -83,7 +83,6 @@ def pytest_collection_modifyitems(items):
 #: page order they must leave no name undefined (tests/test_reader_code.py), and run (tests/test_walk_throughs.py).
 WALKED_THROUGH = {
     "tutorial/get_started.md": ["lowering/lower_mobilenet_v2_fp32.py"],
-    "guides/llm.md": ["llm/export_a_llama_with_export_llm.py", "llm/export_char_llm_with_kv_cache.py"],
     "guides/export_recipes.md": ["lowering/export_with_xnnpack_recipe_types.py",
                                  "lowering/add_transform_passes_to_an_xnnpack_recipe.py"],
 }
