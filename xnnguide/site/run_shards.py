@@ -38,8 +38,8 @@ from pathlib import Path
 
 from xnnguide.core import quiet, shards
 from xnnguide.core.records import load_run_record, records_dir, stale_reason
-from xnnguide.core.recipes import (build_step_files, find_source, is_build_step, missing_requirements, recipe_files,
-                                   shown)
+from xnnguide.core.recipes import (build_step_files, find_source, imports_torch, is_build_step, missing_requirements,
+                                   recipe_files, shown)
 from xnnguide.site import build_steps, runs, watchdog
 
 
@@ -93,9 +93,11 @@ def run_shard(work_units: list[list[Path]], claims: Path | None, folder: Path, d
     records_dir(folder).mkdir(parents=True)
     env = dict(os.environ, **{runs.THREADS: str(threads), "OMP_NUM_THREADS": str(threads)})
     work = Path(tempfile.mkdtemp(prefix="xnnguide-shard-"))
-    watchdog.start_forkserver()
-    failed, sources = 0, []
+    watchdog.start_forkserver(torch=any(imports_torch(source) for unit in work_units for source in unit))
+    failed, sources, parent = 0, [], os.getppid()
     for source in (source for number, unit in enumerate(work_units) if _claim(claims, number) for source in unit):
+        if os.getppid() != parent:  # the build that started this shard is gone: so is the need for its work
+            break
         sources.append(source)
         started = datetime.datetime.now().astimezone().isoformat()
         if is_build_step(source):
