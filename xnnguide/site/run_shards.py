@@ -92,7 +92,15 @@ def run_shard(work_units: list[list[Path]], claims: Path | None, folder: Path, d
     shutil.rmtree(folder, ignore_errors=True)
     records_dir(folder).mkdir(parents=True)
     env = dict(os.environ, **{runs.THREADS: str(threads), "OMP_NUM_THREADS": str(threads)})
+    # The recipes' one-recipe builds see the checkout's layout, every entry a link to the checkout's, but the
+    # gallery (docs/gallery), which is the shard's folder: the pages they write name the gallery's paths and
+    # labels, as the pages' build finds them after the merge, and a recipe finds its neighbours by their paths.
     work = Path(tempfile.mkdtemp(prefix="xnnguide-shard-"))
+    (work / "docs").mkdir()
+    for entry in (*(path for path in conf.iterdir() if path.name not in ("docs", "_build")), *docs.iterdir()):
+        if entry != docs / "gallery":
+            (work / entry.relative_to(conf)).symlink_to(entry.resolve())
+    (work / "docs" / "gallery").symlink_to(folder.resolve(), target_is_directory=True)
     watchdog.start_forkserver(torch=any(imports_torch(source) for unit in work_units for source in unit))
     failed, sources, parent = 0, [], os.getppid()
     for source in (source for number, unit in enumerate(work_units) if _claim(claims, number) for source in unit):
@@ -104,8 +112,7 @@ def run_shard(work_units: list[list[Path]], claims: Path | None, folder: Path, d
             ran = watchdog.run(build_steps.execute, (str(source), str(records_dir(folder) / "facts")), source, env)
         else:
             argv = ["-q", "-c", str(conf), "-b", "html", "-d", str(work / "doctrees"), "-D", "plot_gallery=1",
-                    "-D", f"xnnguide_gallery_dir={os.path.relpath(folder, docs)}", "-D", f"xnnguide_recipe={source.stem}",
-                    str(docs), str(work / "html")]
+                    "-D", f"xnnguide_recipe={source.stem}", str(work / "docs"), str(work / "html")]
             ran = watchdog.run(build_one_recipe, (argv,), source, env)
         seconds, gb = watchdog.budgets(source)
         fields = dict(started=started, worker=threads < (os.cpu_count() or 1), budget_seconds=seconds,
