@@ -130,6 +130,8 @@ def run_shard(work_units: list[list[Path]], claims: Path | None, folder: Path, d
         else:  # the recipe's own build wrote its record, with sphinx-gallery's verdict
             runs.add_to_record(folder, source.stem, **fields)
         record = load_run_record(folder, source.stem) or {}
+        if str(work) in (record.get("error") or ""):  # a traceback names the checkout's files, not the links
+            runs.add_to_record(folder, source.stem, error=record["error"].replace(str(work), str(conf)))
         if record.get("status") not in ("passed", "failed"):
             error = f"its build ended with status {ran.outcome} before judging the recipe; see the build's log"
             print(f"{shown(source)}:1: recipe: {error}", file=sys.stderr, flush=True)

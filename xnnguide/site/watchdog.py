@@ -202,7 +202,7 @@ def stop_message(source: Path, ran: Run) -> str:
     # From the recipe's outermost frame on, as Python shows a traceback.
     first = next((index for index, (path, _, _) in enumerate(frames) if _same(path, source)), 0)
     trace_text = "".join(
-        f'  File "{path}", line {number}, in {function}\n'
+        f'  File "{os.path.realpath(path)}", line {number}, in {function}\n'
         + (f"    {linecache.getline(path, int(number)).strip()}\n" if _same(path, source) else "")
         for path, number, function in frames[first:])
     line, raised = failure_line(trace_text, source, Path.cwd())
