@@ -167,7 +167,7 @@ def test_the_contributing_page_states_the_default_memory_budget():
     # The page quotes the constant through a MyST substitution that conf.py fills from it.
     import runpy
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     text = (root / "docs" / "contributing" / "index.md").read_text()
     assert "memory budget of {{ default_budget_gb }} GB" in text, "docs/contributing/index.md: the budget is typed"
     assert runpy.run_path(str(root / "conf.py"))["myst_substitutions"]["default_budget_gb"] == f"{DEFAULT_BUDGET_GB:g}"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 AOT_PAGE = ROOT / "docs" / "guides" / "aot_compiler.md"
 TABLE_HEADER = "| This compiler | `export_llm` |"
 
