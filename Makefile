@@ -19,7 +19,7 @@ DOCCHECK_PATHS := README.md docs snippets
 # The checkout's xnnguide (the site's extension, checks and tools) is found
 # through PYTHONPATH, in recipe worker processes too. It is deliberately not
 # installed into $(VENV): a reader's environment has no xnnguide, and the
-# tests that run code as a reader (tests/test_reader_runs.py, tests/test_walk_throughs.py) rely on
+# tests that run code as a reader (tests/reader/) rely on
 # dropping PYTHONPATH to get exactly that.
 export PYTHONPATH := $(CURDIR)
 # The environment is keyed by the content of the files that define it, not by
@@ -121,10 +121,10 @@ test: venv browser aarch64 ## everything CI checks: set-up (venv, browser, aarch
 	  --pytest-jobs $(PYTEST_JOBS) --durations $(DURATIONS) --pytest-args "$(PYTEST_ARGS)" --make "$(MAKE)"
 
 # The static tests are the files that declare `pytestmark = pytest.mark.static` (no model is exported
-# or lowered, no recipe runs, torch is not imported; tests/test_static_marker.py keeps that true), selected
+# or lowered, no recipe runs, torch is not imported; tests/static/test_static_marker.py keeps that true), selected
 # by path; their few tests marked `build` read the build and are left out. The tests that lower models
 # (AOT compiler, quantization, probes, build cache) run in `make test`.
-STATIC_TESTS := $(shell grep -l '^pytestmark = pytest.mark.static' tests/test_*.py)
+STATIC_TESTS := $(wildcard tests/static/test_*.py)
 # pytest loads no plugin it finds installed (the browser and xdist plugins
 # take seconds to import and these tests use neither), and keeps no cache.
 check: venv ## fast static checks (drift rules, reader code, README copies, pins, CI workflows); runs no recipe, lowers no model

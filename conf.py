@@ -38,8 +38,7 @@ nitpick_ignore_regex = [
 myst_enable_extensions = ["colon_fence", "deflist", "substitution"]
 # Figures the pages quote from the code, never typed: {{ default_budget_seconds }} on a page.
 from xnnguide.core.machine_load import BUSY_SHARE  # noqa: E402
-from xnnguide.core.records import DEFAULT_BUDGET_SECONDS  # noqa: E402
-from xnnguide.core.recipes import DEFAULT_BUDGET_GB
+from xnnguide.core.recipes import DEFAULT_BUDGET_GB, DEFAULT_BUDGET_SECONDS  # noqa: E402
 
 myst_substitutions = {"default_budget_seconds": f"{DEFAULT_BUDGET_SECONDS:g}",
                       "default_budget_gb": f"{DEFAULT_BUDGET_GB:g}", "busy_share": f"{BUSY_SHARE:.0%}"}

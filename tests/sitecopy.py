@@ -30,8 +30,8 @@ from conftest import ROOT
 
 #: A recipe whose hidden block imports a real module of the package,
 #: xnnguide.core.environment, which the other recipe does not. Neither imports
-#: torch, yet the process each runs in has (``torch_preloaded``: torch is imported
-#: once per shard, see xnnguide.site.watchdog).
+#: torch, so the process it runs in must not have imported it either
+#: (``torch_preloaded``: see xnnguide.site.watchdog.start_forkserver).
 ALPHA = '''"""
 Tiny alpha
 ==========

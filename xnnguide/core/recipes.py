@@ -63,6 +63,16 @@ def imported_names(source: str | os.PathLike[str]) -> set[str]:
             for name in [module, *(f"{module}.{member}" for member in members)]}
 
 
+#: The packages a recipe imports torch through, itself included.
+TORCH_PACKAGES = frozenset({"torch", "torchvision", "torchao", "executorch"})
+
+
+def imports_torch(source: str | os.PathLike[str]) -> bool:
+    """Whether a recipe, or a helper module of the site it imports, imports a package of :data:`TORCH_PACKAGES`."""
+    return any(name.split(".")[0] in TORCH_PACKAGES
+               for path in [source, *helper_modules(source)] for name in imported_names(path))
+
+
 def helper_modules(source: str | os.PathLike[str]) -> list[Path]:
     """The files of this repository's ``xnnguide`` modules that a recipe imports."""
     package = Path(__file__).resolve().parents[1]

@@ -3,8 +3,7 @@
 A build is one of two kinds:
 
 * **one recipe** (``-D xnnguide_recipe=<name>``, what a shard runs in each recipe's child process,
-  :mod:`.run_shards`): the gallery is the shard's folder (``-D xnnguide_gallery_dir``) and holds that recipe
-  only; sphinx-gallery runs it (``plot_gallery`` on), its verdict goes into its run record (:func:`after_gallery`),
+  :mod:`.run_shards`): its source folder's gallery is the shard's folder, and it holds that recipe only; sphinx-gallery runs it (``plot_gallery`` on), its verdict goes into its run record (:func:`after_gallery`),
   and the build ends there, writing no page, with status 1 if the recipe failed;
 * **the pages** (``make html`` after the shards, ``make linkcheck``, ``make serve``): ``plot_gallery`` is off
   (``conf.py``), so sphinx-gallery runs no recipe and writes each page from what the shards left; a recipe whose
@@ -38,7 +37,6 @@ def before_gallery(app: Sphinx) -> None:
     if app.builder.name != "html":
         return
     if app.config.xnnguide_recipe:
-        conf["gallery_dirs"] = app.config.xnnguide_gallery_dir
         conf["ignore_pattern"] = rf"(?:{conf['ignore_pattern']})|^(?!{re.escape(app.config.xnnguide_recipe)}\.py$)"
         recipe_output.show_printed_output_only()
         return

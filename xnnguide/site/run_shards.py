@@ -38,8 +38,8 @@ from pathlib import Path
 
 from xnnguide.core import quiet, shards
 from xnnguide.core.records import load_run_record, records_dir, stale_reason
-from xnnguide.core.recipes import (build_step_files, find_source, is_build_step, missing_requirements, recipe_files,
-                                   shown)
+from xnnguide.core.recipes import (build_step_files, find_source, imports_torch, is_build_step, missing_requirements,
+                                   recipe_files, shown)
 from xnnguide.site import build_steps, runs, watchdog
 
 
@@ -92,18 +92,27 @@ def run_shard(work_units: list[list[Path]], claims: Path | None, folder: Path, d
     shutil.rmtree(folder, ignore_errors=True)
     records_dir(folder).mkdir(parents=True)
     env = dict(os.environ, **{runs.THREADS: str(threads), "OMP_NUM_THREADS": str(threads)})
+    # The recipes' one-recipe builds see the checkout's layout, every entry a link to the checkout's, but the
+    # gallery (docs/gallery), which is the shard's folder: the pages they write name the gallery's paths and
+    # labels, as the pages' build finds them after the merge, and a recipe finds its neighbours by their paths.
     work = Path(tempfile.mkdtemp(prefix="xnnguide-shard-"))
-    watchdog.start_forkserver()
-    failed, sources = 0, []
+    (work / "docs").mkdir()
+    for entry in (*(path for path in conf.iterdir() if path.name not in ("docs", "_build")), *docs.iterdir()):
+        if entry != docs / "gallery":
+            (work / entry.relative_to(conf)).symlink_to(entry.resolve())
+    (work / "docs" / "gallery").symlink_to(folder.resolve(), target_is_directory=True)
+    watchdog.start_forkserver(torch=any(imports_torch(source) for unit in work_units for source in unit))
+    failed, sources, parent = 0, [], os.getppid()
     for source in (source for number, unit in enumerate(work_units) if _claim(claims, number) for source in unit):
+        if os.getppid() != parent:  # the build that started this shard is gone: so is the need for its work
+            break
         sources.append(source)
         started = datetime.datetime.now().astimezone().isoformat()
         if is_build_step(source):
             ran = watchdog.run(build_steps.execute, (str(source), str(records_dir(folder) / "facts")), source, env)
         else:
             argv = ["-q", "-c", str(conf), "-b", "html", "-d", str(work / "doctrees"), "-D", "plot_gallery=1",
-                    "-D", f"xnnguide_gallery_dir={os.path.relpath(folder, docs)}", "-D", f"xnnguide_recipe={source.stem}",
-                    str(docs), str(work / "html")]
+                    "-D", f"xnnguide_recipe={source.stem}", str(work / "docs"), str(work / "html")]
             ran = watchdog.run(build_one_recipe, (argv,), source, env)
         seconds, gb = watchdog.budgets(source)
         fields = dict(started=started, worker=threads < (os.cpu_count() or 1), budget_seconds=seconds,
@@ -121,6 +130,8 @@ def run_shard(work_units: list[list[Path]], claims: Path | None, folder: Path, d
         else:  # the recipe's own build wrote its record, with sphinx-gallery's verdict
             runs.add_to_record(folder, source.stem, **fields)
         record = load_run_record(folder, source.stem) or {}
+        if str(work) in (record.get("error") or ""):  # a traceback names the checkout's files, not the links
+            runs.add_to_record(folder, source.stem, error=record["error"].replace(str(work), str(conf)))
         if record.get("status") not in ("passed", "failed"):
             error = f"its build ended with status {ran.outcome} before judging the recipe; see the build's log"
             print(f"{shown(source)}:1: recipe: {error}", file=sys.stderr, flush=True)

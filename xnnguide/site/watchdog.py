@@ -1,8 +1,8 @@
 """The watchdog: each recipe runs in a child process of its own, within its time and memory budgets.
 
 A recipe that hangs would hold its shard, and one whose interpreter dies (a segfault in native code, an abort)
-would take the shard down. :func:`run` starts the child from a ``forkserver`` that imported torch and Sphinx
-once (:data:`PRELOAD`), and watches it:
+would take the shard down. :func:`run` starts the child from a ``forkserver`` that imported Sphinx once, and
+torch too when the shard's recipes import it (:func:`start_forkserver`), and watches it:
 
 * **time**: the budget counts the seconds the recipe ran, from its start (:func:`mark_started`; what its child
   did before, such as Sphinx's start, counts only past :data:`START_SECONDS`), not those it spent stopped by a
@@ -47,10 +47,12 @@ START_SECONDS = 60.0
 #: The file a child touches when its recipe starts.
 STARTED = "XNNGUIDE_RECIPE_STARTED"
 _FRAME = re.compile(r'^\s*File "(.+)", line (\d+) in (.+)$')
-#: What the forkserver imports once for every child it starts: torch and ExecuTorch's compiler and runtime,
-#: which nearly every recipe imports (seconds each), and Sphinx with the site's extension, which runs each recipe.
-PRELOAD = ["torch", "executorch.exir", "executorch.runtime", "sphinx.cmd.build", "sphinx_gallery.gen_gallery",
-           "myst_parser", "pydata_sphinx_theme", "matplotlib.pyplot", "xnnguide.site"]
+#: What the forkserver imports once for every child it starts: Sphinx with the site's extension, which runs
+#: each recipe, and, for recipes that import torch, torch and ExecuTorch's compiler and runtime (seconds each).
+PRELOAD = ["sphinx.cmd.build", "sphinx_gallery.gen_gallery", "myst_parser", "pydata_sphinx_theme", "matplotlib.pyplot",
+           "xnnguide.site"]
+TORCH_PRELOAD = ["torch", "executorch.exir", "executorch.runtime"]
+_preload: list[str] = list(PRELOAD)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,12 +96,14 @@ def mark_started() -> None:
 def _context() -> Any:
     context = multiprocessing.get_context("forkserver")
     # Takes effect when this process starts its forkserver, for its first child.
-    context.set_forkserver_preload(PRELOAD)
+    context.set_forkserver_preload(_preload)
     return context
 
 
-def start_forkserver() -> None:
-    """Start the forkserver and wait until it imported :data:`PRELOAD`, so that no recipe's budget pays for it."""
+def start_forkserver(torch: bool) -> None:
+    """Start the forkserver and wait until it imported :data:`PRELOAD`, and :data:`TORCH_PRELOAD` with *torch*
+    (the recipes import it), so that no recipe's budget pays for the imports."""
+    _preload[:] = [*TORCH_PRELOAD, *PRELOAD] if torch else PRELOAD
     child = _context().Process(target=os.getpid, name="xnnguide-forkserver-ready")
     child.start()
     child.join()
@@ -198,7 +202,7 @@ def stop_message(source: Path, ran: Run) -> str:
     # From the recipe's outermost frame on, as Python shows a traceback.
     first = next((index for index, (path, _, _) in enumerate(frames) if _same(path, source)), 0)
     trace_text = "".join(
-        f'  File "{path}", line {number}, in {function}\n'
+        f'  File "{os.path.realpath(path)}", line {number}, in {function}\n'
         + (f"    {linecache.getline(path, int(number)).strip()}\n" if _same(path, source) else "")
         for path, number, function in frames[first:])
     line, raised = failure_line(trace_text, source, Path.cwd())

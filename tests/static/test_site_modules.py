@@ -30,7 +30,7 @@ import pytest
 
 pytestmark = pytest.mark.static
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "xnnguide" / "site"
 CONF = ROOT / "conf.py"
 MODULES = {path.stem: path for path in sorted(SITE.glob("*.py")) if path.name != "__init__.py"}

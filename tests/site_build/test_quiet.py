@@ -13,7 +13,7 @@ import pytest
 
 from xnnguide.core import quiet
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # A recipe process: registers, starts a child of its own (as a recipe starts an exporter), then spins.
 RECIPE = """
 import subprocess, sys

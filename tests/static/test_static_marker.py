@@ -18,7 +18,7 @@ from conftest import ROOT, STATIC_MARK
 pytestmark = pytest.mark.static
 
 HEAVY = ("torch", "torchvision", "torchao", "executorch")
-TESTS = ROOT / "tests"
+TESTS = ROOT / "tests" / "static"
 
 
 def static_files() -> list[str]:
@@ -28,7 +28,7 @@ def static_files() -> list[str]:
 def test_the_static_files_import_no_heavy_package():
     probe = (
         "import importlib, json, sys\n"
-        f"sys.path[:0] = [{str(ROOT)!r}, {str(TESTS)!r}]\n"
+        f"sys.path[:0] = [{str(ROOT)!r}, {str(TESTS.parent)!r}, {str(TESTS)!r}]\n"
         f"heavy = {HEAVY!r}\n"
         "found = {}\n"
         "for name in json.loads(sys.argv[1]):\n"

@@ -18,6 +18,7 @@ import pytest
 
 from sitecopy import (assert_built, build, build_summary, built_once, copy_site, executions, log_lines,
                       make_and_build, records, run_record, touch_text)
+from xnnguide.core.recipes import imports_torch
 
 pytestmark = pytest.mark.build  # runs Sphinx builds; `make check` leaves it out
 
@@ -77,12 +78,23 @@ def test_the_shards_run_the_recipes_each_in_a_process_of_its_own_with_a_share_of
     assert recorded["omp_threads"]["value"] == share, recorded
 
 
-def test_recipes_start_with_torch_imported_once_for_their_shard(built_copy):
-    # The forkserver each shard starts its recipes from imported torch (xnnguide.site.watchdog.PRELOAD): no
-    # recipe's budget pays for the import, even one that never imports torch itself.
+def test_recipes_that_never_import_torch_run_in_processes_that_did_not_import_it(built_copy):
+    # The forkserver a shard starts its recipes from imports torch once for all of them when they import it
+    # (xnnguide.site.watchdog.start_forkserver): seconds of work, which a gallery whose recipes never import it
+    # does not pay. The site's recipes do (test_recipes_ran.py).
     for recipe in BOTH:
         recorded = json.loads((records(built_copy) / "facts" / f"{recipe}.json").read_text())
-        assert recorded["torch_preloaded"]["value"] is True, (recipe, recorded)
+        assert recorded["torch_preloaded"]["value"] is False, (recipe, recorded)
+
+
+def test_a_recipe_imports_torch_through_itself_or_a_helper_module_of_the_site(tmp_path):
+    recipe = tmp_path / "recipe.py"
+    recipe.write_text("import numpy\nfrom xnnguide.core import environment\n")
+    assert not imports_torch(recipe)
+    recipe.write_text("from executorch.runtime import Runtime\n")
+    assert imports_torch(recipe)
+    recipe.write_text("from xnnguide.core import delegation\n")  # a helper module that imports torch
+    assert imports_torch(recipe)
 
 
 def test_a_no_op_rebuild_and_a_prose_edit_run_no_recipe(site):

@@ -20,7 +20,7 @@ import pytest
 
 pytestmark = pytest.mark.static
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "xnnguide"
 BOTTOM = "xnnguide.core"
 
