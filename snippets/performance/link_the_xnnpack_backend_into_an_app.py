@@ -90,11 +90,22 @@ assert compiler is not None, "no C++ compiler (c++, g++ or clang++)"
 # something in it. The runner calls nothing in the XNNPACK backend's
 # library, nor in the kernels' library: both only register themselves.
 
+def needed(program):
+    """The shared libraries the program asks the loader for (its DT_NEEDED entries)."""
+    dynamic = subprocess.run(["readelf", "-d", str(program)], check=True,
+                             capture_output=True, text=True).stdout
+    return [
+        line.split("[")[1].rstrip("]")
+        for line in dynamic.splitlines()
+        if "(NEEDED)" in line
+    ]
+
+
 # [start link_dropped]
 LIBRARIES = [
-    "-lexecutorch",                  # the runtime: the runner calls it
+    "-lexecutorch",                    # the runtime: the runner calls it
     "-lexecutorch_kernels_optimized",  # registers CPU kernels
-    "-lexecutorch_backend_xnnpack",  # registers XnnpackBackend
+    "-lexecutorch_backend_xnnpack",    # registers XnnpackBackend
     "-lexecutorch_threadpool",
     "-lexecutorch_etdump",
 ]
@@ -108,17 +119,6 @@ def link(name, libraries):
         check=True, capture_output=True,
     )
     return program
-
-
-def needed(program):
-    """The shared libraries the program asks the loader for (its DT_NEEDED entries)."""
-    dynamic = subprocess.run(["readelf", "-d", str(program)], check=True,
-                             capture_output=True, text=True).stdout
-    return [
-        line.split("[")[1].rstrip("]")
-        for line in dynamic.splitlines()
-        if "(NEEDED)" in line
-    ]
 
 
 dropped = link("runner_dropped", LIBRARIES)

@@ -17,7 +17,6 @@ page :doc:`/guides/run_on_device` says which versions to pin together.
 # a two-digit format number); bytes 8 to 12 begin ExecuTorch's extended
 # header, which says where the program's data segments lie.
 
-# [start read_format]
 import torch
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 from executorch.backends.xnnpack.utils.configs import get_transform_passes
@@ -32,16 +31,17 @@ lowered = to_edge_transform_and_lower(
     transform_passes=get_transform_passes(),
     partitioner=[XnnpackPartitioner()],
 )
+# [start read_format]
 data = lowered.to_executorch().buffer
 with open("small_mlp.pte", "wb") as file:
     file.write(data)
 print("format:", data[4:8].decode(), " extended header:", data[8:12].decode())
+# [end read_format]
 
 method = Runtime.get().load_program("small_mlp.pte").load_method("forward")
 output = method.execute([example])[0]
 with torch.no_grad():
     torch.testing.assert_close(output, model(example), atol=1e-5, rtol=1e-5)
-# [end read_format]
 
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts
