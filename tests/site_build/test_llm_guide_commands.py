@@ -8,7 +8,7 @@ import re
 import shlex
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "guides" / "llm.md"
 EXPORTER = "executorch.extension.llm.export.export_llm"
 

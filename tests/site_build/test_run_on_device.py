@@ -8,7 +8,7 @@ import re
 import pytest
 from conftest import DOCS, ROOT, page_text, shown_facts, soup
 
-pytestmark = pytest.mark.static
+pytestmark = pytest.mark.build
 
 PAGE = "guides/run_on_device.html"
 # Every way the built page names a release of ExecuTorch: a pip pin, the Android library's Maven
