@@ -1,7 +1,7 @@
 """The C++ runner: its page shows this build's run, and it builds and runs outside the repository.
 
 ``snippets/performance/cpp_runner/`` holds the runner's ``CMakeLists.txt`` and
-``main.cpp``; four recipes of ``snippets/performance/`` build it at site build
+``main.cpp``; the recipes of ``snippets/performance/`` build it at site build
 time, each in a folder of its own, and record what it printed:
 ``build_and_run_pte_from_cpp.py`` (the build, the runs, the missing backend),
 ``time_pte_from_cpp.py``, ``set_xnnpack_backend_options_from_cpp.py`` and
@@ -30,7 +30,8 @@ from xnnguide.core.records import records_dir
 RUNNER_SOURCES = SNIPPETS / "performance" / "cpp_runner"
 RECIPE = "build_and_run_pte_from_cpp"  # builds the runner from an empty folder; records the sources' digests
 RUNNER_RECIPES = (RECIPE, "time_pte_from_cpp", "set_xnnpack_backend_options_from_cpp",
-                  "profile_pte_from_cpp_with_etdump", "run_pte_on_arm_under_qemu")
+                  "profile_pte_from_cpp_with_etdump", "run_pte_on_arm_under_qemu",
+                  "set_threads_from_cpp_and_python", "link_the_xnnpack_backend_into_an_app")
 
 
 def recorded(recipe: str = RECIPE) -> dict:
@@ -192,7 +193,7 @@ def test_without_the_backend_the_runtime_names_it(fresh_runner, mlp_pte):
 
 def test_editing_the_runner_reruns_the_recipes_that_build_it_and_no_other(tmp_path):
     # The build reruns a recipe whose dependency key changed; the runner's
-    # sources are part of the keys of the four recipes that build it, and of no other recipe's.
+    # sources are part of the keys of the recipes that build it, and of no other recipe's.
     from xnnguide.core.recipes import declared_files, dependency_key, recipe_files
 
     main_cpp = (RUNNER_SOURCES / "main.cpp").resolve()
