@@ -26,8 +26,8 @@ export PYTHONPATH := $(CURDIR)
 # their timestamps, so a fresh clone or a worktree reuses a matching .venv.
 ENV_KEY   := $(shell cat requirements.txt pyproject.toml | sha256sum | cut -c1-16)
 ENV_STAMP := $(VENV)/.installed-$(ENV_KEY)
-# The installer of the environment (make venv), pinned like the requirements it installs.
-UV_VERSION := 0.13.9
+# The installer of the environment (make venv), pinned in requirements.txt with the packages it installs.
+UV_VERSION := $(shell sed -n 's/^uv==//p' requirements.txt)
 
 .DEFAULT_GOAL := help
 .PHONY: help venv html merge-shards browser aarch64 linkcheck test check print-static-tests check-build recipe new-recipe bench serve clean distclean

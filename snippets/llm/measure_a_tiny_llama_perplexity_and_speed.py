@@ -162,7 +162,7 @@ facts.record("quantized_perplexity_margin", QUANTIZED_PERPLEXITY_BOUND - 1,
              f"{QUANTIZED_PERPLEXITY_BOUND - 1:.0%}")
 for name, value in perplexities.items():
     facts.record(f"perplexity_{name.replace(' ', '_')}", value, f"{value:.2f}")
-hold = held.record()
+hold = facts.record("timing_hold", held.record())
 for name, (first, speed) in speeds.items():
     timings.record_throughput(f"decode_{name}_tokens_per_s", speed, unit="tokens/s",
                               subject=f"tiny llama3_2-class model, {name} .pte, decode",

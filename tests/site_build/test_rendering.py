@@ -84,10 +84,10 @@ def _report(found: dict[str, list[str]], what: str) -> str:
 # ---------------------------------------------------------------- literal markup in prose
 
 #: Markup that reached the reader as text: an inline literal's double backticks (reStructuredText's, or
-#: Markdown's), strong emphasis that did not render (``**word**``; Python's ``**kwargs`` is not markup), a MyST
+#: Markdown's), strong emphasis that did not render (``**word**``; Python's ``**kwargs`` and ``x**4`` are not markup), a MyST
 #: role (``{fact}`x```) or a Sphinx role (``:doc:`x```, or a ``{fact}`` whose recipe recorded nothing, which
 #: Sphinx shows as written), a reStructuredText link's trailing `` `_ ``.
-LITERAL_MARKUP = re.compile(r"``|\*\*[^\s*][^*]*?[^\s*]\*\*|\{[a-z][a-z:-]*\}`|:[a-z][a-z:]*:`|`_(?:\W|$)")
+LITERAL_MARKUP = re.compile(r"``|(?<![\w)\]])\*\*[^\s*][^*]*?[^\s*]\*\*|\{[a-z][a-z:-]*\}`|:[a-z][a-z:]*:`|`_(?:\W|$)")
 
 
 def literal_markup(html: str) -> list[str]:
@@ -101,7 +101,8 @@ def test_literal_markup_is_found_in_prose_and_not_in_code():
     assert literal_markup("<main><p>See :doc:`the guide` and {fact}`a/b`.</p></main>")
     assert literal_markup("<main><p>Read `the docs <https://example.org>`_.</p></main>")
     assert not literal_markup("<main><p>Pass <code>max_seq_len</code>; 2 ** 8 is 256, via **kwargs.</p>"
-                              "<pre>x = a ** 2\nprint(f\"``{x}``\")</pre><p><code>{fact}`a/b`</code></p></main>")
+                              "<pre>x = a ** 2\nprint(f\"``{x}``\")</pre><p><code>{fact}`a/b`</code></p>"
+                              "<p>the exponent must be 2 (x**4: refused; x**2: verified)</p></main>")
 
 
 def test_no_reader_page_shows_markup_as_prose(built_site):
@@ -127,6 +128,8 @@ def smartened_commands(html: str) -> list[str]:
         if code.find_parent(class_="sphx-glr-script-out") or code.find_parent("pre") is not None:
             continue  # a recipe's printed output quotes what the program printed
         text = code.get_text()
+        if len(text.strip()) == 1:
+            continue  # a symbol a legend explains (the operator matrix's – for refused), not a command
         found += [_around(text, match) for match in TYPOGRAPHIC.finditer(text)]
     return found
 
@@ -140,6 +143,7 @@ def test_smartened_commands_are_found_in_headers_prose_and_code_and_not_in_outpu
                                   "<code>cmake --build out</code></p><div class='sphx-glr-script-out'>"
                                   "<div class='highlight-none'><pre>error: ‘x’ was not declared</pre></div></div>"
                                   "</main>")
+    assert not smartened_commands("<main><p><code>✓</code> verified; <code>–</code> refused</p></main>")
 
 
 def test_no_reader_page_shows_a_command_with_typographic_dashes_or_quotes(built_site):
