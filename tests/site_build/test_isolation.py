@@ -171,3 +171,15 @@ def test_the_contributing_page_states_the_default_memory_budget():
     text = (root / "docs" / "contributing" / "index.md").read_text()
     assert "memory budget of {{ default_budget_gb }} GB" in text, "docs/contributing/index.md: the budget is typed"
     assert runpy.run_path(str(root / "conf.py"))["myst_substitutions"]["default_budget_gb"] == f"{DEFAULT_BUDGET_GB:g}"
+
+
+def test_a_child_that_ended_before_it_was_watched_still_returns_its_result(tmp_path, monkeypatch):
+    # The forkserver, a watched child's parent, reaps a quick child at once: psutil may no longer find it.
+    def gone(pid):
+        raise watchdog.psutil.NoSuchProcess(pid)
+
+    monkeypatch.setattr(watchdog.psutil, "Process", gone)
+    source = tmp_path / "quick.py"
+    source.write_text("", encoding="utf-8")
+    ran = watchdog.run(started_then_run, (["true"],), source, dict(os.environ))
+    assert ran.outcome.returncode == 0, ran

@@ -119,17 +119,20 @@ def _watch(payload: bytes, trace: str, marker: Path, seconds: float, gb: float) 
     send.close()
     peak, result, over, family = 0, None, False, []
     ran, paused, polled = 0.0, 0.0, started  # seconds of the budget spent, and stopped; when last counted
-    process = psutil.Process(child.pid)
+    try:
+        process = psutil.Process(child.pid)
+    except psutil.NoSuchProcess:  # it ended already: the forkserver, its parent, reaped it (a quick build step)
+        process = None
     while True:
         # Sampled before waiting, so that a recipe done within one poll is measured too.
-        rss, family = _rss(process)
+        rss, family = _rss(process) if process else (0, [])
         peak = max(peak, rss)
         if receive.poll(POLL_SECONDS):
             with contextlib.suppress(EOFError):  # EOF: the child ended without a result
                 result = receive.recv_bytes()
             break
         now = time.monotonic()
-        if quiet.status(process) == psutil.STATUS_STOPPED:  # a holder's SIGSTOP spends no budget
+        if process and quiet.status(process) == psutil.STATUS_STOPPED:  # a holder's SIGSTOP spends no budget
             paused += now - polled
         elif marker.exists() or now - started > START_SECONDS:
             ran += now - polled
@@ -140,7 +143,7 @@ def _watch(payload: bytes, trace: str, marker: Path, seconds: float, gb: float) 
         with contextlib.suppress(ProcessLookupError):
             os.kill(child.pid, signal.SIGUSR1)  # faulthandler writes where it is
         time.sleep(TRACE_SECONDS)
-        peak = max(peak, _rss(process)[0])
+        peak = max(peak, _rss(process)[0] if process else 0)
         child.kill()
         break
     child.join()
