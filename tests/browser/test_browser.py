@@ -23,7 +23,7 @@ import pytest
 from conftest import BUILD, DOCS, GALLERY, HTML, SNIPPETS, recipe
 
 from xnnguide.core.reader_code import reader_source
-from xnnguide.core.records import recipe_files
+from xnnguide.core.recipes import recipe_files
 
 pytestmark = pytest.mark.build
 

@@ -97,7 +97,3 @@ def quote_recorded(quote: str, texts: list[str]) -> bool:
     """Whether a recorded text contains *quote*, spaces and line breaks counted as one space."""
     return any(_words(quote) in text for text in texts)
 
-
-# Names that xnnguide/site/directives.py and tests/test_browser.py still import from here: with their imports
-# moved to .recipes, this line goes.
-from xnnguide.core.recipes import budget_seconds, build_step_files, find_source, recipe_files, shown  # noqa: E402,F401

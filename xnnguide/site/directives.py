@@ -32,8 +32,8 @@ from sphinx.transforms import SphinxTransform
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
 from xnnguide.core import facts
-from xnnguide.core.records import (budget_seconds, build_step_files, find_source, load_run_record, quote_recorded,
-                                   recipe_files, recorded_texts, records_dir, shown)
+from xnnguide.core.recipes import budget_seconds, build_step_files, find_source, recipe_files, shown
+from xnnguide.core.records import load_run_record, quote_recorded, recorded_texts, records_dir
 from xnnguide.site import timing_sources
 from xnnguide.site.runs import gallery_dir
 
