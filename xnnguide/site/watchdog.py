@@ -1,19 +1,15 @@
 """The watchdog: each recipe runs in a child process of its own, within its time and memory budgets.
 
-A recipe that hangs would hold its shard, and one whose interpreter dies (a segfault in native code, an abort)
-would take the shard down. :func:`run` starts the child from a ``forkserver`` that imported Sphinx once, and
-torch too when the shard's recipes import it (:func:`start_forkserver`), and watches it:
+A hanging recipe would hold its shard, and a crashing one (a segfault, an abort) take it down. :func:`run`
+starts the child from a forkserver that imported Sphinx, and torch when the recipes need it
+(:func:`start_forkserver`), and stops it, after asking :mod:`faulthandler` for a traceback (``SIGUSR1``):
 
-* **time**: the budget counts the seconds the recipe ran, from its start (:func:`mark_started`; what its child
-  did before, such as Sphinx's start, counts only past :data:`START_SECONDS`), not those it spent stopped by a
-  recipe that held the machine to time something (:mod:`xnnguide.core.quiet`); past it, the child is asked for a traceback
-  (``SIGUSR1``, which :mod:`faulthandler` answers from any state) and killed;
-* **memory**: the resident memory of the child and its own children is read every 0.2 s; over the budget,
-  the child is asked for a traceback (``SIGUSR1``) and killed;
-* **crashes**: the signal that ended the child, with the traceback that :mod:`faulthandler` wrote.
+* **time**: past its budget, counted from the recipe's start (:func:`mark_started`) and not counting the
+  seconds a recipe holding the machine kept it stopped (:mod:`xnnguide.core.quiet`);
+* **memory**: when the resident memory of the child and its children, read every 0.2 s, passes its budget;
+* **crashes**: the signal that ended it is named.
 
-:func:`stop_message` names a stopped recipe at its own line; its run record says ``failed``, so the next build
-runs it again (:func:`xnnguide.core.records.stale_reason`).
+:func:`stop_message` names a stopped recipe at its own line; its run record says ``failed``.
 """
 
 from __future__ import annotations
@@ -70,15 +66,10 @@ class Run:
         return isinstance(self.outcome, str)
 
 
-def budgets(source: Path) -> tuple[float, float]:
-    """A recipe's time budget in seconds and memory budget in GB, declared or the defaults."""
-    return budget_seconds(source), budget_gb(source)
-
-
 def run(function: Callable[..., Any], args: tuple[Any, ...], source: Path, env: dict[str, str]) -> Run:
     """Run ``function(*args)`` in a watched child process with the environment *env*, within the budgets that
     *source* declares (the recipe or build step it runs). *function* must be importable by name."""
-    seconds, gb = budgets(source)
+    seconds, gb = budget_seconds(source), budget_gb(source)
     with tempfile.TemporaryDirectory(prefix="xnnguide-watch-") as folder:
         trace, started = Path(folder, "trace.txt"), Path(folder, "started")
         payload = pickle.dumps((function, args, {**env, STARTED: str(started)}, sys.path, os.getcwd()))
