@@ -1,14 +1,8 @@
 """Carry numbers measured by a recipe to the pages that quote them.
 
-A recipe calls :func:`record` for every figure a page shows (an error, a
-size, a node count, a latency). The build writes them to one JSON file per
-recipe; the ``{fact}`` role and the ``{fact-table}`` directive of
-``xnnguide.site.directives`` read that file. A page therefore never contains a
-typed-in measurement: if the recipe stops producing a figure, the page fails
-to build.
-
-Outside a build (a reader running a downloaded recipe with plain ``python``)
-no recipe is active and :func:`record` only keeps the value in memory.
+A recipe calls :func:`record` for every figure a page shows; the build writes them to one JSON file per recipe,
+which the ``{fact}`` role and ``fact-table`` directive read, so a page holds no typed-in measurement. Outside a
+build (a reader running a downloaded recipe) :func:`record` only keeps the value in memory.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""The recipe files: where they are, and what each declares and depends on, read from its text.
-
-* where: :func:`recipe_files` below ``snippets/``, :func:`build_step_files` below ``docs/build_steps/``,
-  :func:`find_source` by name, :func:`shown` as messages name them, :func:`listed_order` in a subsection;
-* what a recipe declares in comment lines: its budgets (:func:`budget_seconds`, :func:`budget_gb`), the files it
-  reads (:func:`declared_files`), what it needs of the machine (:func:`missing_requirements`);
-* what its result depends on (:func:`dependency_key`): its text, the package versions, the site's helper modules
-  it imports (:func:`helper_modules`) and the files it declares. Run records (:mod:`.records`) keep that key.
+"""The recipe files: where they are (:func:`recipe_files`, :func:`build_step_files`, :func:`find_source`), and
+what each declares in comment lines (budgets, requirements, files it reads) and depends on
+(:func:`dependency_key`, which run records keep).
 """
 
 from __future__ import annotations

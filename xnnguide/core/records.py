@@ -1,10 +1,7 @@
 """Run records: what the last build knows of each recipe, readable without Sphinx.
 
-Where the recipes are and what each declares and depends on is :mod:`.recipes`.
-
-The build (:mod:`xnnguide.site.runs`) writes one JSON run record per recipe under ``<gallery>/_records/runs/``.
-Everything that asks whether a recipe passed in its current form (the build's cache, ``tests/test_recipes_ran.py``
-through :mod:`xnnguide.core.results`, the drift checker's ledger, the page tests) asks :func:`stale_reason`.
+The build writes one JSON record per recipe under ``<gallery>/_records/runs/``; whatever asks whether a recipe
+passed in its current form asks :func:`stale_reason`.
 """
 
 from __future__ import annotations

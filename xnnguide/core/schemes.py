@@ -42,26 +42,6 @@ class Scheme:
     #: torchao's int4 weights are quantized in groups of this many input features.
     group_size: int | None = None
 
-    @property
-    def needs_calibration(self) -> bool:
-        """Static PT2E schemes freeze activation ranges measured on calibration inputs."""
-        return self.quantized and not self.quantizes_eager_modules and not self.dynamic_activations
-
-    @property
-    def quantizes_exported_graph(self) -> bool:
-        return self.quantized and not self.quantizes_eager_modules
-
-    @property
-    def fuses_quantized_operators(self) -> bool:
-        """torchao leaves dequantize-then-embedding pairs outside XNNPACK; ExecuTorch's quant fusion rewrites
-        them into its own quantized kernels (``embedding_4bit``), so serialization must run it."""
-        return self.quantizes_eager_modules
-
-    @property
-    def suits_decoders(self) -> bool:
-        """The LLM flow: a decoder with a KV cache is exported as it is, or after torchao's eager swap."""
-        return not self.quantizes_exported_graph
-
 
 #: torchao's group size for 8da4w's int4 weights, the one this site uses.
 GROUP_SIZE_8DA4W = 32

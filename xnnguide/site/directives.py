@@ -1,17 +1,10 @@
 """The roles and directives that put what the recipes recorded into a page, read while pages are read.
 
-* ``{fact}`recipe/key``` and ``fact-block``: a scalar a recipe recorded (:mod:`xnnguide.core.facts`);
-* ``fact-table``: a table a recipe recorded; ``generated-table``: a table computed while the page is read;
-* ``{quoted-error}`message```: a message quoted on a page, which some recipe must have recorded;
-* ``verified-stamp``: which releases, machine and date verified a recipe, from its run record, in full once a
-  page and as a small link to the recipe's page after that (:mod:`.gallery_pages` puts one on every recipe's
-  page); ``recipe-times``: every recipe's last run.
-
-Each one warns at its line when what it shows was not recorded, and makes the page depend on the files it
-read, so the page is read again when a recipe records anew. A fact or quote that ends its own sentence must
-not be followed by the page's full stop (:func:`doubled_stops`); a quoted timing must carry its conditions and
-have one source (:mod:`.timing_sources`). :func:`rst_table` builds their tables (and the
-execution ledger's, :mod:`.ledger`).
+``{fact}`` and ``fact-block`` (a recorded scalar), ``fact-table`` (a recorded table), ``generated-table`` (a
+table computed while the page is read), ``{quoted-error}`` (a message some recipe must have recorded),
+``verified-stamp`` (which releases, machine and date verified a recipe) and ``recipe-times`` (every recipe's
+last run). Each warns at its line when what it shows was not recorded, and makes the page depend on the files
+it read. A quoted timing must carry its conditions and have one source (:mod:`.timing_sources`).
 """
 
 from __future__ import annotations
