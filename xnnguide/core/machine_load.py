@@ -1,6 +1,6 @@
 """How much of the machine other work took while a recipe timed something.
 
-The build stops its other recipes around a timing (:mod:`.quiet`), but not another user's jobs or, on a virtual
+The build stops its other recipes around a timing (:mod:`.machine_hold`), but not another user's jobs or, on a virtual
 machine, the host's other guests. :func:`watch` opens a window; :meth:`Window.close` reads from the kernel's CPU
 counters the share of the cores other processes, and the hypervisor (steal), took meanwhile. Over
 :data:`BUSY_SHARE` the window is busy and its timings are flagged (:mod:`.timings`). The load average is not

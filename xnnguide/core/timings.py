@@ -151,7 +151,7 @@ def times_repeated_calls(source: Path) -> bool:
 
 
 def holds_the_machine(source: Path) -> bool:
-    """Whether a recipe calls ``quiet.hold()`` (in a hidden block, around its timing code), which stops the
-    build's other recipes while it times (:mod:`.quiet`)."""
+    """Whether a recipe calls ``machine_hold.pause_other_recipes()`` (in a hidden block, around its timing code),
+    which stops the build's other recipes while it times (:mod:`.machine_hold`)."""
     tree = ast.parse(source.read_text(encoding="utf-8"))
-    return any(isinstance(node, ast.Call) and ast.unparse(node.func) == "quiet.hold" for node in ast.walk(tree))
+    return any(isinstance(node, ast.Call) and ast.unparse(node.func) == "machine_hold.pause_other_recipes" for node in ast.walk(tree))

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from sphinx.cmd.build import build_main
 
-from xnnguide.core import quiet, shards
+from xnnguide.core import machine_hold, shards
 from xnnguide.core.records import load_run_record, records_dir, stale_reason
 from xnnguide.core.recipes import (budget_gb, budget_seconds, build_step_files, find_source, imports_torch,
                                    is_build_step, missing_requirements, recipe_files, shown)
@@ -141,8 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         units = [[Path(path) for path in unit] for unit in json.loads(args.plan.read_text(encoding="utf-8"))]
         return min(1, run_shard(units, args.plan.parent / "claims", args.folder, docs, conf, args.threads))
     os.environ.setdefault(runs.BUILD_ID, uuid.uuid4().hex)
-    # One hold folder per build, for the recipes that hold the machine while they time (xnnguide.core.quiet).
-    os.environ.setdefault(quiet.ENV, tempfile.mkdtemp(prefix="xnnguide-quiet-"))
+    # One hold folder per build, for the recipes that hold the machine while they time (xnnguide.core.machine_hold).
+    os.environ.setdefault(machine_hold.ENV, tempfile.mkdtemp(prefix="xnnguide-hold-"))
     started = time.perf_counter()
     records_dir(gallery).mkdir(parents=True, exist_ok=True)
     (records_dir(gallery) / "executions.log").write_text("", encoding="utf-8")  # this build's runs only

@@ -5,7 +5,7 @@ starts the child from a forkserver that imported Sphinx, and torch when the reci
 (:func:`start_forkserver`), and stops it, after asking :mod:`faulthandler` for a traceback (``SIGUSR1``):
 
 * **time**: past its budget, counted from the recipe's start (:func:`mark_started`) and not counting the
-  seconds a recipe holding the machine kept it stopped (:mod:`xnnguide.core.quiet`);
+  seconds a recipe holding the machine kept it stopped (:mod:`xnnguide.core.machine_hold`);
 * **memory**: when the resident memory of the child and its children, read every 0.2 s, passes its budget;
 * **crashes**: the signal that ended it is named.
 
@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import psutil
 
-from xnnguide.core import quiet
+from xnnguide.core import machine_hold
 from xnnguide.core.recipes import budget_gb, budget_seconds, shown
 from xnnguide.core.results import failure_line
 
@@ -120,7 +120,7 @@ def _watch(payload: bytes, trace: str, marker: Path, seconds: float, gb: float) 
                 result = receive.recv_bytes()
             break
         now = time.monotonic()
-        if quiet.status(process) == psutil.STATUS_STOPPED:  # a holder's SIGSTOP spends no budget
+        if machine_hold.status(process) == psutil.STATUS_STOPPED:  # a holder's SIGSTOP spends no budget
             paused += now - polled
         elif marker.exists() or now - started > START_SECONDS:
             ran += now - polled
@@ -135,8 +135,8 @@ def _watch(payload: bytes, trace: str, marker: Path, seconds: float, gb: float) 
         child.kill()
         break
     child.join()
-    quiet.unregister(child.pid)
-    quiet.continue_paused_by(child.pid)  # what it stopped, if it died holding the machine
+    machine_hold.unregister(child.pid)
+    machine_hold.continue_paused_by(child.pid)  # what it stopped, if it died holding the machine
     elapsed = round(time.monotonic() - started, 3)
     if result is not None:
         return pickle.loads(result), elapsed, child.pid, peak
@@ -172,7 +172,7 @@ def _child(payload: bytes, send: Any, trace: str) -> None:
     function, args, env, path, cwd = pickle.loads(payload)
     os.environ.clear()
     os.environ.update(env)
-    quiet.register()  # a recipe that times something may stop this one for a moment (xnnguide.core.quiet)
+    machine_hold.register()  # a recipe that times something may pause this one for a moment
     sys.path[:] = path
     os.chdir(cwd)
     out = open(trace, "w")  # noqa: SIM115 - open until the process ends
