@@ -36,7 +36,7 @@ class RunRecord(TypedDict, total=False):
     peak_gb: float  # peak resident memory of its process and their children, read every 0.2 s
     build_id: str | None
     pid: int
-    worker: bool  # run beside others in a worker process of a parallel build
+    worker: bool  # run beside other shards' recipes
     finished: str  # ISO date and time
     environment: dict[str, Any]  # environment.describe()
 

@@ -41,10 +41,8 @@ def before_gallery(app: Sphinx) -> None:
 
 
 def leave_out_unrunnable(gallery: Path, sources: list[Path], pattern: str) -> str:
-    """sphinx-gallery's ``ignore_pattern`` extended to those of *sources* (recipes without a current run) whose
-    declared requirements this machine lacks (:func:`missing_requirements`). Each is recorded as not run, with
-    the reason, which the execution ledger shows, and warned about: its pages' facts are missing, so a strict
-    build (`make test`) fails, while `make html` writes every other page."""
+    """sphinx-gallery's ``ignore_pattern`` extended to those of *sources* whose declared requirements this
+    machine lacks: each is recorded as not run with the reason and warned about (a strict build fails)."""
     not_run = []
     for source in sources:
         if missing := missing_requirements(source):

@@ -173,9 +173,8 @@ LEDGER_PAGE = "/contributing/execution_ledger"
 
 
 def _link(self: SphinxDirective, docname: str | None, text: str | None = None) -> addnodes.pending_xref | None:
-    """A link to the page *docname* (``/gallery/...``), resolved by Sphinx like ``{doc}``, with *text* or, without
-    it, the page's title; ``None`` where the project has no such page (a build step's, or a site built from a
-    copy of a few recipes, as the tests do)."""
+    """A link to the page *docname*, resolved like ``{doc}``, with *text* or the page's title; ``None`` where the
+    project has no such page (a build step's, or a test site's)."""
     if docname is None or docname.lstrip("/") not in self.env.found_docs:
         return None
     return addnodes.pending_xref("", nodes.inline(text=text or docname), refdomain="std", reftype="doc",
@@ -191,8 +190,8 @@ def _recipe_page(record: dict[str, Any]) -> str | None:
 
 
 def _what_ran(self: SphinxDirective, record: dict[str, Any]) -> list[nodes.Node]:
-    """How a stamp names what ran: the recipe's page, linked by its title; "this recipe" on that page itself; "a
-    step of this site's build" for a build step (no page). Never a path of the site's source tree."""
+    """How a stamp names what ran: the recipe's page by its title, "this recipe" on that page itself, or "a step
+    of this site's build"."""
     page = _recipe_page(record)
     if page is not None and page.lstrip("/") == self.env.docname:
         return [nodes.Text("this recipe")]
@@ -207,10 +206,8 @@ def _stamp(classes: list[str], *parts: nodes.Node) -> list[nodes.Node]:
 def verified_stamp(self: SphinxDirective) -> list[nodes.Node]:
     """``verified-stamp``: which releases, machine and date verified a recipe.
 
-    The first stamp on a page is the full one: what ran (the recipe's page, by its title), the date, the releases
-    and the machine, and, set apart, links to the page on what "verified" means and to the execution ledger. A
-    later stamp of the page is a small link to its recipe's page, which carries the recipe's own full stamp: a
-    page that quotes five recipes says the rest once. No stamp names a file of the site's source tree."""
+    A page's first stamp is the full one (what ran, date, releases, machine, links to what "verified" means and to
+    the execution ledger); a later one is a small link to its recipe's page. No stamp names a source file."""
     recipe = self.arguments[0].strip()
     record = _run_record(self, recipe)
     if record is None:

@@ -102,8 +102,7 @@ def strip_download_markers(downloads: Path) -> list[Path]:
 
 
 def _finish_downloads(app: Sphinx, exception: Exception | None) -> None:
-    """Sphinx's ``build-finished``: Sphinx copies every downloadable file anew at each build, so its copies
-    lose their markers after every build."""
+    """Sphinx's ``build-finished``: Sphinx copies every download anew at each build."""
     if exception is None and app.builder.format == "html":
         changed = strip_download_markers(Path(app.outdir) / "_downloads")
         logging.getLogger(__name__).info("region markers left out of %d download(s)", len(changed))

@@ -60,12 +60,7 @@ def use_build_id() -> None:
 
 def limit_threads(source: Path) -> None:
     """Give the recipe its share of the cores (:data:`THREADS`), for PyTorch and for ExecuTorch's thread pool,
-    which XNNPACK uses (called before each recipe runs).
-
-    The shard sets ``OMP_NUM_THREADS`` too, which only a fresh ``import torch`` obeys; torch is imported before
-    the recipe starts. ExecuTorch's pool ignores it and defaults to every core, so it is sized here, before the
-    recipe loads any program: a loaded XNNPACK program may still use the pool that a reset replaces.
-    """
+    which ignores ``OMP_NUM_THREADS``: sized before the recipe loads a program, which may keep the old pool."""
     cores = os.cpu_count() or 1
     threads = int(os.environ.get(THREADS, cores))
     if "torch" in sys.modules:

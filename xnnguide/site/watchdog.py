@@ -43,8 +43,7 @@ START_SECONDS = 60.0
 #: The file a child touches when its recipe starts.
 STARTED = "XNNGUIDE_RECIPE_STARTED"
 _FRAME = re.compile(r'^\s*File "(.+)", line (\d+) in (.+)$')
-#: What the forkserver imports once for every child it starts: Sphinx with the site's extension, which runs
-#: each recipe, and, for recipes that import torch, torch and ExecuTorch's compiler and runtime (seconds each).
+#: What the forkserver imports once for all its children: Sphinx and the site, and torch for recipes that need it.
 PRELOAD = ["sphinx.cmd.build", "sphinx_gallery.gen_gallery", "myst_parser", "pydata_sphinx_theme", "matplotlib.pyplot",
            "xnnguide.site"]
 TORCH_PRELOAD = ["torch", "executorch.exir", "executorch.runtime"]
