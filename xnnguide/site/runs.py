@@ -40,7 +40,7 @@ def gallery_dir(app_or_env: Any) -> Path:
 
 class RecipeOrder:
     """sphinx-gallery ``within_subsection_order``: the order the subsection's header lists; recipes it does not
-    list (``tests/test_gallery_order.py`` forbids them) come after, by file name."""
+    list (``tests/static/test_gallery_order.py`` forbids them) come after, by file name."""
 
     def __init__(self, src_dir: str | os.PathLike[str]) -> None:
         self.order = listed_order(src_dir)
