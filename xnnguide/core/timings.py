@@ -37,7 +37,7 @@ def conditions(threads: int | None, batch: int | None) -> str:
 
 
 def busy_note(load: dict) -> str:
-    """What a busy window adds to a timing's text (``""`` for a quiet one)."""
+    """What a busy window adds to a timing's text (``""`` for an idle one)."""
     if not load["busy"]:
         return ""
     shares = [f"other work took {load['other_share']:.0%} of the machine"]
