@@ -15,7 +15,8 @@ import sys
 
 
 def _stderr_to_log(event: str, _args: tuple) -> None:
-    if event == "exec" and sys.stderr is sys.stdout and sys.stdout is not sys.__stdout__:
+    # Only while sphinx-gallery's capture holds both streams: a recipe's own redirect_stderr is left alone.
+    if event == "exec" and sys.stderr is sys.stdout and type(sys.stderr).__module__.startswith("sphinx_gallery"):
         sys.stderr = sys.__stderr__
 
 
