@@ -93,8 +93,7 @@ class Hold:
         return self.seconds
 
     def record(self) -> dict:
-        """What a recipe records of its hold (``facts.record("timing_hold", ...)``), once released: the recipes
-        it stopped, for how long, and what other work took of the machine meanwhile (``load``)."""
+        """What a recipe records of its hold once released: recipes stopped, seconds, and the machine's load."""
         return {"in_build": self.in_build, "stopped": len(self.stopped), "seconds": round(self.seconds, 3),
                 "load": self.load.close()}
 

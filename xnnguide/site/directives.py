@@ -52,16 +52,12 @@ def _recorded(element: SphinxRole | SphinxDirective, target: str, field: str) ->
         if field in recorded.get(key, {}):
             timing_sources.note(element, recipe, key, recorded[key])
             return recorded[key]
+        source = shown(find_source(Path(element.env.app.confdir) / "snippets", Path(element.env.srcdir), recipe))
         problem = (f"{target!r} {_WRONG_KIND[field]}" if key in recorded
                    else f"recipe {recipe!r} recorded no fact {key!r}; it has: {', '.join(sorted(recorded))}"
-                   if recorded else f"recipe {recipe!r} recorded no facts (did {_source(element, recipe)} run?)")
+                   if recorded else f"recipe {recipe!r} recorded no facts (did {source} run?)")
     _warn(element, "fact", "%s: %s", element.name, problem)
     return None
-
-
-def _source(element: SphinxRole | SphinxDirective, name: str) -> str:
-    """How messages name the recipe or build step *name*: ``snippets/<task>/<name>.py``, ``docs/build_steps/...``."""
-    return shown(find_source(Path(element.env.app.confdir) / "snippets", Path(element.env.srcdir), name))
 
 
 class FactRole(SphinxRole):

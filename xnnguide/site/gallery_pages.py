@@ -88,7 +88,7 @@ def without_markers(text: str) -> str:
 
 def strip_download_markers(downloads: Path) -> list[Path]:
     """Rewrite every text file under *downloads* (Sphinx's ``_downloads/``) without region markers; the files
-    rewritten. Binary files and files without markers are left as they are."""
+    rewritten."""
     changed = []
     for path in sorted(downloads.rglob("*")) if downloads.is_dir() else []:
         try:
