@@ -109,7 +109,7 @@ copybutton_prompt_text = r">>> |\.\.\. |\$ "
 copybutton_prompt_is_regexp = True
 
 # `make linkcheck` checks links between pages and files; external URLs are listed in _build/linkcheck/output.json
-# as ignored, never fetched. Links and anchors in the built HTML are checked by tests/test_site_files.py.
+# as ignored, never fetched. Links and anchors in the built HTML are checked by tests/site_build/test_site_files.py.
 linkcheck_ignore = [r"https?://"]
 
 autodoc_typehints = "description"

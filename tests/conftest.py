@@ -231,7 +231,7 @@ class Traffic:
 
         Playwright's ``networkidle`` waits for 0.5 s without a request, on every one of the few hundred loads of
         the browser tests; a request that starts that late would have to come from a timer, and the pages'
-        scripts (all local) start theirs at load. ``test_the_quiet_wait_misses_no_request`` compares the two
+        scripts (all local) start theirs at load. ``test_our_network_idle_wait_misses_no_request`` compares the two
         waits on one page of each kind."""
         self.clear()
         self.page.goto(path, wait_until="load")

@@ -91,9 +91,9 @@ print({name: round(value, 3) for name, value in perplexities.items()})
 # sphinx_gallery_start_ignore
 from executorch.extension.pybindings.portable_lib import _threadpool_get_thread_count
 
-from xnnguide.core import quiet
+from xnnguide.core import machine_hold
 
-held = quiet.hold()  # the other recipes of the build stop while this one times
+held = machine_hold.pause_other_recipes()  # the other recipes of the build stop while this one times
 timing_threads = _threadpool_get_thread_count()
 # sphinx_gallery_end_ignore
 from executorch.extension.llm.runner import GenerationConfig, TextLLMRunner

@@ -44,7 +44,7 @@ from xnnguide.core import facts
 
 facts.record("cpu", cpu)
 facts.record("cores", cores)
-# The timings need the machine to themselves: the recipe holds it (quiet.hold, below) while it times, and
+# The timings need the machine to themselves: the recipe holds it (machine_hold, below) while it times, and
 # shares the cores with the build's other recipes while it exports and checks its programs.
 # xnnguide_budget_seconds = 900
 # sphinx_gallery_end_ignore
@@ -347,9 +347,9 @@ RUNS = {"eager": 15, "portable": 3, "XNNPACK fp32": 20, "XNNPACK int8": 20}
 WARMUP = {"eager": 2, "portable": 1, "XNNPACK fp32": 3, "XNNPACK int8": 3}
 
 # sphinx_gallery_start_ignore
-from xnnguide.core import quiet
+from xnnguide.core import machine_hold
 
-held = quiet.hold()  # the other recipes of the build stop while this one times
+held = machine_hold.pause_other_recipes()  # the other recipes of the build stop while this one times
 # sphinx_gallery_end_ignore
 
 # Other programs competing for the cores slow every figure; the load average

@@ -151,10 +151,10 @@ def run_runner(*arguments):
 # event. The printed output is checked against eager PyTorch first.
 
 # sphinx_gallery_start_ignore
-from xnnguide.core import facts, quiet
+from xnnguide.core import facts, machine_hold
 
 held = (
-    quiet.hold()
+    machine_hold.pause_other_recipes()
 )  # the profile's times: the other recipes of the build stop while this one runs
 # sphinx_gallery_end_ignore
 

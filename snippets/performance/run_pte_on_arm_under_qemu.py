@@ -243,10 +243,10 @@ facts.record("cross_compiler", f"aarch64-linux-gnu-g++ {compiler_version}")
 # each library.
 
 # sphinx_gallery_start_ignore
-from xnnguide.core import quiet
+from xnnguide.core import machine_hold
 
 # The other recipes of the build stop while the emulated runs are timed (some 20 s).
-held = quiet.hold()
+held = machine_hold.pause_other_recipes()
 # sphinx_gallery_end_ignore
 
 # [start arm_run]

@@ -150,13 +150,13 @@ facts.record("cores", os.cpu_count())
 facts.record("default_threads", default_threads)
 # The Python runtime offers no public way to set the count: its public modules name no thread function.
 import executorch.runtime
-from xnnguide.core import quiet
+from xnnguide.core import machine_hold
 
 named = [name for module in (executorch.runtime, portable_lib) for name in dir(module) if "thread" in name]
 assert all(name.startswith("_") for name in named), named
 facts.record("python_thread_functions", ", ".join(sorted(set(named))))
 
-held = quiet.hold()  # the other recipes of the build stop while this one times
+held = machine_hold.pause_other_recipes()  # the other recipes of the build stop while this one times
 # sphinx_gallery_end_ignore
 
 # %%

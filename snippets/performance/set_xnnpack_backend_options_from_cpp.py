@@ -118,10 +118,10 @@ runner = build_dir / "runner"
 # PyTorch.
 
 # sphinx_gallery_start_ignore
-from xnnguide.core import facts, quiet
+from xnnguide.core import facts, machine_hold
 
 held = (
-    quiet.hold()
+    machine_hold.pause_other_recipes()
 )  # the load times below: the other recipes of the build stop while this one loads
 # sphinx_gallery_end_ignore
 

@@ -129,9 +129,9 @@ with torch.no_grad():
 # whole site by :doc:`benchmark_xnnpack_speedup`.
 
 # sphinx_gallery_start_ignore
-from xnnguide.core import facts, quiet
+from xnnguide.core import facts, machine_hold
 
-held = quiet.hold()  # the other recipes of the build stop while this one times
+held = machine_hold.pause_other_recipes()  # the other recipes of the build stop while this one times
 # sphinx_gallery_end_ignore
 
 # [start cpp_latency]

@@ -392,9 +392,9 @@ def xnnpack_operators(path, calls=20):
 
 # sphinx_gallery_start_ignore
 seconds["before timing"] = time.perf_counter() - recipe_start
-from xnnguide.core import quiet
+from xnnguide.core import machine_hold
 
-held = quiet.hold()  # the build's other recipes stop while this one times
+held = machine_hold.pause_other_recipes()  # the build's other recipes stop while this one times
 # sphinx_gallery_end_ignore
 latency = {}
 for threads in thread_counts:

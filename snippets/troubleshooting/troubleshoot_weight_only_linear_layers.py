@@ -378,10 +378,10 @@ facts.record("file_ended_by", ended_by)
 # built this page, and the largest difference from eager fp32.
 
 # sphinx_gallery_start_ignore
-from xnnguide.core import quiet
+from xnnguide.core import machine_hold
 
 held = (
-    quiet.hold()
+    machine_hold.pause_other_recipes()
 )  # the speed table below: the other recipes of the build stop while this one times
 # sphinx_gallery_end_ignore
 # [gallery-only wonly_compare]

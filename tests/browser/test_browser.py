@@ -23,7 +23,7 @@ import pytest
 from conftest import BUILD, DOCS, GALLERY, HTML, SNIPPETS, recipe
 
 from xnnguide.core.reader_code import reader_source
-from xnnguide.core.records import recipe_files
+from xnnguide.core.recipes import recipe_files
 
 pytestmark = pytest.mark.build
 
@@ -211,7 +211,7 @@ def test_every_page_loads_cleanly_shows_its_code_and_passes_axe_in_light_and_dar
     assert not problems, f"{page_path}: {len(problems)} problem(s):\n" + "\n".join(problems)
 
 
-def requests_after_quiet_wait_and_after_networkidle(tab, page_path: str) -> tuple[list[str], list[str]]:
+def requests_after_our_wait_and_after_networkidle(tab, page_path: str) -> tuple[list[str], list[str]]:
     tab.goto(page_path)
     seen = list(tab.requests)
     tab.page.wait_for_load_state("networkidle")  # 0.5 s without a request, Playwright's own wait
@@ -219,20 +219,20 @@ def requests_after_quiet_wait_and_after_networkidle(tab, page_path: str) -> tupl
 
 
 # One page of each kind: the landing page with its cards, search, a long guide, a recipe with figures, the gallery.
-QUIET_WAIT_PAGES = ["index.html", "search.html", "guides/quantization.html",
+NETWORK_WAIT_PAGES = ["index.html", "search.html", "guides/quantization.html",
                     "gallery/quantization/quantize_crepe_pitch_tracker.html", "gallery/index.html"]
 
 
-def test_the_quiet_wait_misses_no_request(tab):
-    # Traffic.goto stops waiting once no request has been in flight for QUIET_SECONDS after the load event;
+def test_our_network_idle_wait_misses_no_request(tab):
+    # Traffic.goto stops waiting once no request has been in flight for NETWORK_IDLE_SECONDS after the load event;
     # Playwright's networkidle would have seen the same requests, so the traffic checks above miss nothing.
-    for page_path in QUIET_WAIT_PAGES:
-        quiet, idle = requests_after_quiet_wait_and_after_networkidle(tab, page_path)
-        assert quiet == idle, f"{page_path}: requested after the quiet wait: {idle[len(quiet):]}"
+    for page_path in NETWORK_WAIT_PAGES:
+        ours, idle = requests_after_our_wait_and_after_networkidle(tab, page_path)
+        assert ours == idle, f"{page_path}: requested after our wait: {idle[len(ours):]}"
     # ... and the comparison can fail: a request a timer starts after the wait is seen only by networkidle.
     tab.page.add_init_script("addEventListener('load', () => setTimeout(() => fetch('_static/basic.css?late'), 300))")
-    quiet, idle = requests_after_quiet_wait_and_after_networkidle(tab, "index.html")
-    assert [url for url in idle if url not in quiet] == [tab.page.url.replace("index.html", "_static/basic.css?late")]
+    ours, idle = requests_after_our_wait_and_after_networkidle(tab, "index.html")
+    assert [url for url in idle if url not in ours] == [tab.page.url.replace("index.html", "_static/basic.css?late")]
 
 
 @pytest.mark.parametrize("page_path", [COPY_PAGE, RECIPE_PAGE, "contributing/index.html"])

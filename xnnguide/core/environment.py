@@ -1,7 +1,4 @@
-"""What a recipe ran with: package versions and the CPU.
-
-Every executed page carries a stamp built from :func:`describe`, so a reader
-knows which releases and which machine produced the figures on it.
+"""What a recipe ran with: package versions and the CPU, which every verified stamp shows.
 """
 
 from __future__ import annotations

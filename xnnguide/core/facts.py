@@ -1,14 +1,8 @@
 """Carry numbers measured by a recipe to the pages that quote them.
 
-A recipe calls :func:`record` for every figure a page shows (an error, a
-size, a node count, a latency). The build writes them to one JSON file per
-recipe; the ``{fact}`` role and the ``{fact-table}`` directive of
-``xnnguide.site.directives`` read that file. A page therefore never contains a
-typed-in measurement: if the recipe stops producing a figure, the page fails
-to build.
-
-Outside a build (a reader running a downloaded recipe with plain ``python``)
-no recipe is active and :func:`record` only keeps the value in memory.
+A recipe calls :func:`record` for every figure a page shows; the build writes them to one JSON file per recipe,
+which the ``{fact}`` role and ``fact-table`` directive read, so a page holds no typed-in measurement. Outside a
+build (a reader running a downloaded recipe) :func:`record` only keeps the value in memory.
 """
 
 from __future__ import annotations
@@ -23,11 +17,7 @@ _active: dict[str, Any] = {"path": None, "facts": {}}
 
 
 def begin_recipe(name: str, directory: str | os.PathLike[str]) -> None:
-    """Start collecting facts for recipe *name*, stored in *directory*.
-
-    Any file left by an earlier run is removed first, so figures from a run
-    that failed half-way are never mistaken for current ones.
-    """
+    """Start collecting facts for recipe *name* in *directory*, removing what an earlier run left."""
     path = Path(directory) / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)
@@ -35,11 +25,7 @@ def begin_recipe(name: str, directory: str | os.PathLike[str]) -> None:
 
 
 def end_recipe() -> None:
-    """Stop collecting; later calls to :func:`record` are kept in memory only.
-
-    The facts file is written even when the recipe recorded nothing, so that
-    its existence says the recipe ran to its end.
-    """
+    """Stop collecting; the facts file is written even when empty: it says the recipe ran to its end."""
     _write()
     _active.update(path=None, facts={})
 
@@ -58,11 +44,9 @@ def _write() -> None:
 def record(key: str, value: Any, display: str | None = None, *, quantity: str | None = None) -> Any:
     """Record a scalar figure under *key* and return *value* unchanged.
 
-    *display* is the text a page shows; by default ``str(value)``. Use it to
-    fix the precision once, where the number is measured. *quantity* names
-    what was measured (``"MobileNet V2 fp32 .pte, size"``) where another
-    recipe measures it too: the build then warns where pages show it with
-    two values.
+    *display* is the text a page shows (default ``str(value)``). *quantity* names what was measured
+    (``"MobileNet V2 fp32 .pte, size"``) where another recipe measures it too: the build then warns where pages
+    show it with two values.
     """
     if not key.replace("_", "").isalnum():
         raise ValueError(f"fact key {key!r} must be letters, digits and underscores")

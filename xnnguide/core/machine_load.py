@@ -1,15 +1,10 @@
 """How much of the machine other work took while a recipe timed something.
 
-A timing measures the program and whatever else ran on the cores at the same time. The build stops its other
-recipes around a timing (:mod:`.quiet`), but it cannot stop another user's jobs, or, on a virtual machine, the
-other machines that share the host. :func:`watch` starts a window; :meth:`Window.close` reads, from the
-kernel's CPU counters, how many core-seconds went to processes other than this one and its waited-for
-children, and how many the hypervisor took (steal), each as a share of the cores' capacity over the window.
-
-A window in which either share passes :data:`BUSY_SHARE` is busy: its timings are shown flagged, never as a
-plain speed-up (:mod:`.timings` writes the text). The 1-minute load average is not used
-for this: it lags by a minute and counts the processes the build stopped only a moment before.
-This module imports nothing of the site's.
+The build stops its other recipes around a timing (:mod:`.machine_hold`), but not another user's jobs or, on a virtual
+machine, the host's other guests. :func:`watch` opens a window; :meth:`Window.close` reads from the kernel's CPU
+counters the share of the cores other processes, and the hypervisor (steal), took meanwhile. Over
+:data:`BUSY_SHARE` the window is busy and its timings are flagged (:mod:`.timings`). The load average is not
+used: it lags by a minute.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""The recipe files: where they are, and what each declares and depends on, read from its text.
-
-* where: :func:`recipe_files` below ``snippets/``, :func:`build_step_files` below ``docs/build_steps/``,
-  :func:`find_source` by name, :func:`shown` as messages name them, :func:`listed_order` in a subsection;
-* what a recipe declares in comment lines: its budgets (:func:`budget_seconds`, :func:`budget_gb`), the files it
-  reads (:func:`declared_files`), what it needs of the machine (:func:`missing_requirements`);
-* what its result depends on (:func:`dependency_key`): its text, the package versions, the site's helper modules
-  it imports (:func:`helper_modules`) and the files it declares. Run records (:mod:`.records`) keep that key.
+"""The recipe files: where they are (:func:`recipe_files`, :func:`build_step_files`, :func:`find_source`), and
+what each declares in comment lines (budgets, requirements, files it reads) and depends on
+(:func:`dependency_key`, which run records keep).
 """
 
 from __future__ import annotations
@@ -22,23 +17,25 @@ from typing import Iterator
 from xnnguide.core import environment
 
 
-#: A recipe that runs longer than this, in seconds of wall time, is stopped and fails the build, unless it
-#: declares its own budget (see :func:`budget_seconds`).
+#: A recipe that runs longer than this, in seconds, is stopped and fails, unless it declares its own budget.
 DEFAULT_BUDGET_SECONDS = 300.0
-
-
 #: A recipe whose process (with its own child processes) holds more resident memory than this, in GB, is stopped
 #: and fails, unless it declares its own budget (see :func:`budget_gb`). Two recipes run side by side, and with
 #: Sphinx they must fit a 24 GB machine.
 DEFAULT_BUDGET_GB = 8.0
 
 
+def declarations(name: str, source: str | os.PathLike[str]) -> list[str]:
+    """What a recipe declares in comment lines ``# xnnguide_<name> = ...``, one string a line."""
+    return re.findall(rf"^\s*#\s*xnnguide_{name}\s*=\s*(.+?)\s*$", Path(source).read_text(encoding="utf-8"),
+                      re.MULTILINE)
+
+
 def _declared(name: str, source: str | os.PathLike[str], default: float) -> float:
-    """The number a recipe declares with a line ``# <name> = N``, or *default*."""
-    pattern = rf"^\s*#\s*{name}\s*=\s*([0-9]+(?:\.[0-9]*)?)\s*$"
-    found = re.findall(pattern, Path(source).read_text(encoding="utf-8"), re.MULTILINE)
+    """The number a recipe declares with a line ``# xnnguide_<name> = N``, or *default*."""
+    found = declarations(name, source)
     if len(found) > 1:
-        raise ValueError(f"{source}: declares {name} {len(found)} times")
+        raise ValueError(f"{source}: declares xnnguide_{name} {len(found)} times")
     return float(found[0]) if found else float(default)
 
 
@@ -82,35 +79,20 @@ def helper_modules(source: str | os.PathLike[str]) -> list[Path]:
                    candidate / "__init__.py", package / "__init__.py") if path.is_file()})
 
 
-_DEPENDS_ON = re.compile(r"^\s*#\s*xnnguide_depends_on\s*=\s*(.+?)\s*$", re.MULTILINE)
-
-
 def declared_files(source: str | os.PathLike[str]) -> list[Path]:
     """The other files a recipe declares it uses, relative to its folder:
     ``# xnnguide_depends_on = cpp_runner/main.cpp cpp_runner/CMakeLists.txt``."""
-    source = Path(source)
-    names = " ".join(_DEPENDS_ON.findall(source.read_text(encoding="utf-8"))).split()
-    return [source.parent / name for name in names]
-
-
-_REQUIRES = re.compile(r"^\s*#\s*xnnguide_requires\s*=\s*(.+?)\s*$", re.MULTILINE)
-
-
-_SETUP = re.compile(r"^\s*#\s*xnnguide_setup\s*=\s*(.+?)\s*$", re.MULTILINE)
+    return [Path(source).parent / name for name in " ".join(declarations("depends_on", source)).split()]
 
 
 def missing_requirements(source: str | os.PathLike[str]) -> str | None:
     """Why this machine cannot run a recipe, or ``None``: what it declares it needs and this machine lacks.
 
-    A recipe that needs more than the environment (a cross-compiler, an emulator, a downloaded file) declares
-    it: ``# xnnguide_requires = qemu-aarch64 $EXECUTORCH_AARCH64/share/cmake/executorch-config.cmake``, each
-    word a command looked up on the ``PATH`` or, when it holds a ``/``, a file (``$VARIABLE`` expanded); and
-    ``# xnnguide_setup = make aarch64``, the set-up step that provides them. The build does not run such a
-    recipe where something is missing, and records it as not run with this reason (:mod:`xnnguide.site.build`).
+    ``# xnnguide_requires = qemu-aarch64 $EXECUTORCH_AARCH64/lib/x.cmake``: each word a command on the ``PATH``
+    or, holding a ``/``, a file (``$VARIABLE`` expanded); ``# xnnguide_setup = make aarch64`` provides them.
     """
-    text = Path(source).read_text(encoding="utf-8")
     missing = []
-    for word in " ".join(_REQUIRES.findall(text)).split():
+    for word in " ".join(declarations("requires", source)).split():
         if "/" not in word:
             missing += [] if shutil.which(word) else [f"{word} is not on the PATH"]
             continue
@@ -122,17 +104,13 @@ def missing_requirements(source: str | os.PathLike[str]) -> str | None:
             missing.append(f"{path} does not exist")
     if not missing:
         return None
-    setup = _SETUP.findall(text)
+    setup = declarations("setup", source)
     return "; ".join(missing) + (f" (`{setup[0]}` installs them)" if setup else "")
 
 
 def dependency_key(source: str | os.PathLike[str]) -> str:
-    """A digest of everything a recipe's result depends on.
-
-    The recipe's own text, the versions of :data:`xnnguide.core.environment.PACKAGES`, the text of every ``xnnguide``
-    helper module it imports, and of every file it declares with ``# xnnguide_depends_on = ...``. A recipe whose
-    key changed since its last passing run is run again.
-    """
+    """A digest of everything a recipe's result depends on: its text, the package versions, the ``xnnguide``
+    modules it imports (:func:`helper_modules`) and the files it declares (:func:`declared_files`)."""
     digest = hashlib.sha256(Path(source).read_bytes())
     digest.update(json.dumps(environment.package_versions(), sort_keys=True).encode())
     for path in helper_modules(source):
@@ -145,12 +123,12 @@ def dependency_key(source: str | os.PathLike[str]) -> str:
 def budget_seconds(source: str | os.PathLike[str], default: float = DEFAULT_BUDGET_SECONDS) -> float:
     """The wall-time budget a recipe declares, or *default*: a line ``# xnnguide_budget_seconds = 60``,
     best inside an ignore block so readers do not see it."""
-    return _declared("xnnguide_budget_seconds", source, default)
+    return _declared("budget_seconds", source, default)
 
 
 def budget_gb(source: str | os.PathLike[str], default: float = DEFAULT_BUDGET_GB) -> float:
     """The memory budget, in GB of resident memory, a recipe declares, or *default*: ``# xnnguide_budget_gb = 12``."""
-    return _declared("xnnguide_budget_gb", source, default)
+    return _declared("budget_gb", source, default)
 
 
 def shown(source: Path) -> str:

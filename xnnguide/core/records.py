@@ -1,10 +1,7 @@
 """Run records: what the last build knows of each recipe, readable without Sphinx.
 
-Where the recipes are and what each declares and depends on is :mod:`.recipes`.
-
-The build (:mod:`xnnguide.site.runs`) writes one JSON run record per recipe under ``<gallery>/_records/runs/``.
-Everything that asks whether a recipe passed in its current form (the build's cache, ``tests/test_recipes_ran.py``
-through :mod:`xnnguide.core.results`, the drift checker's ledger, the page tests) asks :func:`stale_reason`.
+The build writes one JSON record per recipe under ``<gallery>/_records/runs/``; whatever asks whether a recipe
+passed in its current form asks :func:`stale_reason`.
 """
 
 from __future__ import annotations
@@ -39,7 +36,7 @@ class RunRecord(TypedDict, total=False):
     peak_gb: float  # peak resident memory of its process and their children, read every 0.2 s
     build_id: str | None
     pid: int
-    worker: bool  # run beside others in a worker process of a parallel build
+    worker: bool  # run beside other shards' recipes
     finished: str  # ISO date and time
     environment: dict[str, Any]  # environment.describe()
 
@@ -97,7 +94,3 @@ def quote_recorded(quote: str, texts: list[str]) -> bool:
     """Whether a recorded text contains *quote*, spaces and line breaks counted as one space."""
     return any(_words(quote) in text for text in texts)
 
-
-# Names that xnnguide/site/directives.py and tests/test_browser.py still import from here: with their imports
-# moved to .recipes, this line goes.
-from xnnguide.core.recipes import budget_seconds, build_step_files, find_source, recipe_files, shown  # noqa: E402,F401

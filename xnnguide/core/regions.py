@@ -1,17 +1,9 @@
 """Named regions of recipe files, and the README blocks copied from them.
 
-A region is the code between ``# [start lower]`` and ``# [end lower]``. Pages
-show regions with ``literalinclude`` (``:start-after:`` and ``:end-before:``
-the markers). The README cannot include files, so its Python examples are
-copies, each announced by a comment that names where it comes from::
-
-    <!-- snippet: snippets/lowering/lower_mobilenet_v2_fp32.py model lower -->
-    ```python
-    ...
-    ```
-
-:func:`check_markdown` reports every copy that no longer matches its regions;
-``python -m xnnguide.core.regions --fix README.md`` rewrites the copies.
+A region is the code between ``# [start lower]`` and ``# [end lower]``; pages show it with ``literalinclude``.
+The README cannot include files, so its examples are copies, each after a comment naming its source
+(``<!-- snippet: snippets/lowering/lower_mobilenet_v2_fp32.py model lower -->``). :func:`check_markdown`
+reports every copy that no longer matches; ``python -m xnnguide.core.regions --fix README.md`` rewrites them.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""The quantization schemes of the AOT compiler (``--quantize``), with the calls the Quantization guide shows.
-
-* **PT2E** (``int8-static``, ``int8-static-per-tensor``, ``int8-dynamic``): the exported graph is
-  annotated by ``XNNPACKQuantizer``, observed on sample inputs and converted to quantize/dequantize
-  pairs, which the XNNPACK partitioner lowers with the operator between them as one integer operator.
-* **torchao** (``8da4w``): ``quantize_`` swaps the weights of ``nn.Linear`` (and ``nn.Embedding``)
-  modules for quantized tensor subclasses, in eager mode, before export.
+"""The quantization schemes the Quantization guide names (:data:`SCHEMES`), and PT2E quantization with the
+XNNPACK quantizer (:func:`quantize_pt2e`), which the operator probes use. PT2E schemes annotate, observe and
+convert the exported graph; torchao's ``8da4w`` swaps eager modules' weights before export.
 """
 
 from __future__ import annotations
@@ -42,26 +38,6 @@ class Scheme:
     #: torchao's int4 weights are quantized in groups of this many input features.
     group_size: int | None = None
 
-    @property
-    def needs_calibration(self) -> bool:
-        """Static PT2E schemes freeze activation ranges measured on calibration inputs."""
-        return self.quantized and not self.quantizes_eager_modules and not self.dynamic_activations
-
-    @property
-    def quantizes_exported_graph(self) -> bool:
-        return self.quantized and not self.quantizes_eager_modules
-
-    @property
-    def fuses_quantized_operators(self) -> bool:
-        """torchao leaves dequantize-then-embedding pairs outside XNNPACK; ExecuTorch's quant fusion rewrites
-        them into its own quantized kernels (``embedding_4bit``), so serialization must run it."""
-        return self.quantizes_eager_modules
-
-    @property
-    def suits_decoders(self) -> bool:
-        """The LLM flow: a decoder with a KV cache is exported as it is, or after torchao's eager swap."""
-        return not self.quantizes_exported_graph
-
 
 #: torchao's group size for 8da4w's int4 weights, the one this site uses.
 GROUP_SIZE_8DA4W = 32
@@ -82,15 +58,6 @@ SCHEMES: dict[str, Scheme] = {scheme.name: scheme for scheme in (
            "linear layers, int4 weight-only embeddings", quantizes_eager_modules=True, dynamic_activations=True,
            group_size=GROUP_SIZE_8DA4W),
 )}
-
-
-def scheme_named(name: str) -> Scheme:
-    """The scheme called *name*, ``none`` included; :class:`ValueError` naming the valid ones otherwise."""
-    if name == NONE.name:
-        return NONE
-    if name not in SCHEMES:
-        raise ValueError(f"unknown quantization scheme {name!r}; choose one of: {', '.join(SCHEMES)}")
-    return SCHEMES[name]
 
 
 def quantize_pt2e(model: torch.nn.Module, example_inputs: tuple[Any, ...],
@@ -127,50 +94,3 @@ def quantize_pt2e(model: torch.nn.Module, example_inputs: tuple[Any, ...],
         for inputs in calibration_inputs:
             prepared(*inputs)
     return convert_pt2e(prepared)
-
-
-def quantize_8da4w(model: torch.nn.Module, *, group_size: int = GROUP_SIZE_8DA4W, quantize_embeddings: bool = True
-                   ) -> torch.nn.Module:
-    """Apply torchao's 8da4w scheme to *model* in place and return it.
-
-    ``nn.Linear`` layers get int8 activations per token and int4 weights in groups of
-    *group_size* (``Int8DynamicActivationIntxWeightConfig``); with *quantize_embeddings*,
-    ``nn.Embedding`` layers get int4 weights (``IntxWeightOnlyConfig``). A layer whose width
-    *group_size* does not divide is a :class:`ValueError`, before any layer changes.
-    """
-    from torchao.quantization import Int8DynamicActivationIntxWeightConfig, IntxWeightOnlyConfig, PerGroup, quantize_
-
-    widths = {
-        name: module.in_features if isinstance(module, torch.nn.Linear) else module.embedding_dim
-        for name, module in model.named_modules()
-        if isinstance(module, torch.nn.Linear) or (quantize_embeddings and isinstance(module, torch.nn.Embedding))
-    }
-    misfits = [f"{name or 'the model'} ({width})" for name, width in widths.items() if width % group_size]
-    if misfits:
-        raise ValueError(f"8da4w quantizes in groups of {group_size}, which must divide each layer's "
-                         f"input width; these do not: {', '.join(misfits)}")
-    if quantize_embeddings:
-        # quantize_ only touches nn.Linear unless a filter says otherwise.
-        quantize_(model, IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(group_size)),
-                  filter_fn=lambda module, fqn: isinstance(module, torch.nn.Embedding))
-    quantize_(model, Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4,
-                                                           weight_granularity=PerGroup(group_size)))
-    return model
-
-
-def quantize(model: torch.nn.Module, example_inputs: tuple[Any, ...], scheme: str,
-             calibration_inputs: Iterable[tuple[Any, ...]] = ()) -> torch.nn.Module:
-    """Quantize *model* with *scheme* (a key of :data:`SCHEMES`); return the module to export.
-
-    PT2E schemes return a new module; ``8da4w`` changes *model* in place and
-    returns it. The static schemes need *calibration_inputs*. An unknown
-    *scheme* raises :class:`ValueError` naming the valid ones, before the
-    model is touched.
-    """
-    chosen = SCHEMES.get(scheme)
-    if chosen is None:  # "none" too: it names the fp32 program, which there is nothing to quantize for
-        raise ValueError(f"unknown quantization scheme {scheme!r}; choose one of: {', '.join(SCHEMES)}")
-    if chosen.quantizes_eager_modules:
-        return quantize_8da4w(model, group_size=chosen.group_size)
-    return quantize_pt2e(model, example_inputs, calibration_inputs,
-                         per_channel=chosen.per_channel, dynamic=chosen.dynamic_activations)

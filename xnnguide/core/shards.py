@@ -1,10 +1,8 @@
 """Shards: the recipes that must run, split by their past run times, and the shards' results merged.
 
-Every build runs its recipes in shards (:mod:`xnnguide.site.run_shards`): side by side on one machine
-(``make html``), or one per machine in CI (``make html SHARD=k/N``, each into a folder CI uploads). Both end in
-:func:`merge` (``make merge-shards SHARDS="DIR..."`` in CI), which checks each shard's run records against this
-checkout and copies them into the gallery: the next build finds every recipe current
-(:func:`xnnguide.core.records.stale_reason`) and runs none.
+Builds run recipes in shards side by side (``make html``) or one per machine in CI (``make html SHARD=k/N``).
+Both end in :func:`merge` (``make merge-shards`` in CI), which checks each shard's run records against this
+checkout and copies them into the gallery, so that the next build finds every recipe current.
 """
 
 from __future__ import annotations

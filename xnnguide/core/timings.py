@@ -1,17 +1,11 @@
 """Timings as the pages show them: with their threads and batch, and flagged when the machine was busy.
 
-A latency means little without the conditions it was taken under, and the same model timed by two recipes on
-one machine gives two figures. So a recipe records a timing with :func:`record_latency` (a ratio of two with
-:func:`record_speedup`, a rate such as decoded tokens per second with :func:`record_throughput`), naming what was timed (*subject*), the threads and the batch, and passing what
-:mod:`xnnguide.core.machine_load` measured while it timed. The display names the conditions; a timing taken
-while other work held more than :data:`xnnguide.core.machine_load.BUSY_SHARE` of the machine says so, and a
-ratio taken then is not shown as a plain speed-up. A table of timings is recorded with
-:func:`record_timing_table`, its cells written by :func:`latency_cell`, its columns naming threads and batch.
-
-What was timed is kept with each fact (:func:`timed_in`); the build reads it back to check that no two recipes
-quote the same subject under the same conditions (one source per measured quantity), and warns at a page that
-quotes a timing recorded without its conditions (:func:`looks_like_timing`). A recipe that times repeated
-calls (:func:`times_repeated_calls`) must hold the machine while it does (:func:`holds_the_machine`).
+A recipe records a latency, speed-up or rate with :func:`record_latency`, :func:`record_speedup` or
+:func:`record_throughput` (a table with :func:`record_timing_table`, cells from :func:`latency_cell`), naming
+what it timed, the threads and the batch, and passing what :mod:`.machine_load` measured meanwhile: a busy
+machine is said in the display. The build reads :func:`timed_in` back to keep one source per timing, and warns
+where a page quotes a timing without its conditions (:func:`looks_like_timing`). A recipe that times repeated
+calls (:func:`times_repeated_calls`) must hold the machine (:func:`holds_the_machine`).
 """
 
 from __future__ import annotations
@@ -43,7 +37,7 @@ def conditions(threads: int | None, batch: int | None) -> str:
 
 
 def busy_note(load: dict) -> str:
-    """What a busy window adds to a timing's text (``""`` for a quiet one)."""
+    """What a busy window adds to a timing's text (``""`` for an idle one)."""
     if not load["busy"]:
         return ""
     shares = [f"other work took {load['other_share']:.0%} of the machine"]
@@ -76,11 +70,6 @@ def speedup_cell(ratio: float, load: dict) -> str:
 def throughput_text(per_second: float, unit: str) -> str:
     """``"1,234 tokens/s"``: a rate to whole units, with its unit."""
     return f"{per_second:,.0f} {unit}"
-
-
-def throughput_cell(per_second: float, load: dict) -> str:
-    """A rate for a table cell whose column names its unit, threads and batch: ``"1,234"``, flagged when busy."""
-    return _annotated(f"{per_second:,.0f}", busy_note(load))
 
 
 def _record(kind: str, key: str, value: float, text: str, subject: str, threads: int | None, batch: int | None,
@@ -162,7 +151,7 @@ def times_repeated_calls(source: Path) -> bool:
 
 
 def holds_the_machine(source: Path) -> bool:
-    """Whether a recipe calls ``quiet.hold()`` (in a hidden block, around its timing code), which stops the
-    build's other recipes while it times (:mod:`.quiet`)."""
+    """Whether a recipe calls ``machine_hold.pause_other_recipes()`` (in a hidden block, around its timing code),
+    which stops the build's other recipes while it times (:mod:`.machine_hold`)."""
     tree = ast.parse(source.read_text(encoding="utf-8"))
-    return any(isinstance(node, ast.Call) and ast.unparse(node.func) == "quiet.hold" for node in ast.walk(tree))
+    return any(isinstance(node, ast.Call) and ast.unparse(node.func) == "machine_hold.pause_other_recipes" for node in ast.walk(tree))

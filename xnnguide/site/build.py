@@ -1,13 +1,9 @@
 """The start and the end of a Sphinx build, around sphinx-gallery's pass over the gallery.
 
-A build is one of two kinds:
-
-* **one recipe** (``-D xnnguide_recipe=<name>``, what a shard runs in each recipe's child process,
-  :mod:`.run_shards`): its source folder's gallery is the shard's folder, and it holds that recipe only; sphinx-gallery runs it (``plot_gallery`` on), its verdict goes into its run record (:func:`after_gallery`),
-  and the build ends there, writing no page, with status 1 if the recipe failed;
-* **the pages** (``make html`` after the shards, ``make linkcheck``, ``make serve``): ``plot_gallery`` is off
-  (``conf.py``), so sphinx-gallery runs no recipe and writes each page from what the shards left; a recipe whose
-  requirements this machine lacks is left out (:func:`leave_out_unrunnable`); the readers' downloads are written.
+A **one-recipe** build (``-D xnnguide_recipe=<name>``, in a shard's watched child, :mod:`.run_shards`) runs that
+recipe only, puts its verdict into its run record and ends, writing no page (status 1 if it failed). The
+**pages'** build has ``plot_gallery`` off: it runs no recipe, records the ones this machine cannot run as not run
+(:func:`leave_out_unrunnable`) and writes the readers' downloads.
 """
 
 from __future__ import annotations
@@ -45,10 +41,8 @@ def before_gallery(app: Sphinx) -> None:
 
 
 def leave_out_unrunnable(gallery: Path, sources: list[Path], pattern: str) -> str:
-    """sphinx-gallery's ``ignore_pattern`` extended to those of *sources* (recipes without a current run) whose
-    declared requirements this machine lacks (:func:`missing_requirements`). Each is recorded as not run, with
-    the reason, which the execution ledger shows, and warned about: its pages' facts are missing, so a strict
-    build (`make test`) fails, while `make html` writes every other page."""
+    """sphinx-gallery's ``ignore_pattern`` extended to those of *sources* whose declared requirements this
+    machine lacks: each is recorded as not run with the reason and warned about (a strict build fails)."""
     not_run = []
     for source in sources:
         if missing := missing_requirements(source):

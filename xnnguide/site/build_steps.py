@@ -1,20 +1,7 @@
-"""Build steps: work that only produces what pages quote, run like a recipe but out of the gallery.
-
-A recipe is an example: a reader reads it, runs it, downloads it. Some of the build's work is not one: probing
-every operator claim for the operator support table, running every command of the AOT compiler guide for its
-console transcripts. Such work is a *build step*, a script in ``docs/build_steps/``
-(:data:`xnnguide.core.recipes.BUILD_STEPS`) that runs top to bottom. Like a recipe, a build step
-
-* runs in a shard (:mod:`.run_shards`), in a watched process of its own, within the time and memory budgets it
-  declares (:mod:`.watchdog`);
-* records facts (:mod:`xnnguide.core.facts`) under its name, which pages quote with the same roles and
-  directives, and a run record that its verified stamp reads;
-* runs again only when it, a helper module it imports, a file it declares or a package version changed
-  (:func:`xnnguide.core.records.stale_reason`);
-* fails the build with its own file and line (:mod:`.summary`).
-
-Unlike a recipe, it has no gallery page and no download, and it may import any of the site's modules: readers
-never see its code. It runs in a temporary working folder, deleted after it (:func:`execute`).
+"""Build steps: scripts in ``docs/build_steps/`` whose work only produces what pages quote (the operator
+table's probes, the AOT compiler's transcripts). They run in the shards like recipes, under the watchdog, with
+facts and a run record, and run again when stale; unlike recipes they have no gallery page or download and may
+import the site's modules. :func:`execute` runs one in a temporary working folder.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """The roles and directives that put what the recipes recorded into a page, read while pages are read.
 
-* ``{fact}`recipe/key``` and ``fact-block``: a scalar a recipe recorded (:mod:`xnnguide.core.facts`);
-* ``fact-table``: a table a recipe recorded; ``generated-table``: a table computed while the page is read;
-* ``{quoted-error}`message```: a message quoted on a page, which some recipe must have recorded;
-* ``verified-stamp``: which releases, machine and date verified a recipe, from its run record, in full once a
-  page and as a small link to the recipe's page after that (:mod:`.gallery_pages` puts one on every recipe's
-  page); ``recipe-times``: every recipe's last run.
-
-Each one warns at its line when what it shows was not recorded, and makes the page depend on the files it
-read, so the page is read again when a recipe records anew. A fact or quote that ends its own sentence must
-not be followed by the page's full stop (:func:`doubled_stops`); a quoted timing must carry its conditions and
-have one source (:mod:`.timing_sources`). :func:`rst_table` builds their tables (and the
-execution ledger's, :mod:`.ledger`).
+``{fact}`` and ``fact-block`` (a recorded scalar), ``fact-table`` (a recorded table), ``generated-table`` (a
+table computed while the page is read), ``{quoted-error}`` (a message some recipe must have recorded),
+``verified-stamp`` (which releases, machine and date verified a recipe) and ``recipe-times`` (every recipe's
+last run). Each warns at its line when what it shows was not recorded, and makes the page depend on the files
+it read. A quoted timing must carry its conditions and have one source (:mod:`.timing_sources`).
 """
 
 from __future__ import annotations
@@ -32,8 +25,8 @@ from sphinx.transforms import SphinxTransform
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
 from xnnguide.core import facts
-from xnnguide.core.records import (budget_seconds, build_step_files, find_source, load_run_record, quote_recorded,
-                                   recipe_files, recorded_texts, records_dir, shown)
+from xnnguide.core.recipes import budget_seconds, build_step_files, find_source, recipe_files, shown
+from xnnguide.core.records import load_run_record, quote_recorded, recorded_texts, records_dir
 from xnnguide.site import timing_sources
 from xnnguide.site.runs import gallery_dir
 
@@ -59,16 +52,12 @@ def _recorded(element: SphinxRole | SphinxDirective, target: str, field: str) ->
         if field in recorded.get(key, {}):
             timing_sources.note(element, recipe, key, recorded[key])
             return recorded[key]
+        source = shown(find_source(Path(element.env.app.confdir) / "snippets", Path(element.env.srcdir), recipe))
         problem = (f"{target!r} {_WRONG_KIND[field]}" if key in recorded
                    else f"recipe {recipe!r} recorded no fact {key!r}; it has: {', '.join(sorted(recorded))}"
-                   if recorded else f"recipe {recipe!r} recorded no facts (did {_source(element, recipe)} run?)")
+                   if recorded else f"recipe {recipe!r} recorded no facts (did {source} run?)")
     _warn(element, "fact", "%s: %s", element.name, problem)
     return None
-
-
-def _source(element: SphinxRole | SphinxDirective, name: str) -> str:
-    """How messages name the recipe or build step *name*: ``snippets/<task>/<name>.py``, ``docs/build_steps/...``."""
-    return shown(find_source(Path(element.env.app.confdir) / "snippets", Path(element.env.srcdir), name))
 
 
 class FactRole(SphinxRole):
@@ -180,9 +169,8 @@ LEDGER_PAGE = "/contributing/execution_ledger"
 
 
 def _link(self: SphinxDirective, docname: str | None, text: str | None = None) -> addnodes.pending_xref | None:
-    """A link to the page *docname* (``/gallery/...``), resolved by Sphinx like ``{doc}``, with *text* or, without
-    it, the page's title; ``None`` where the project has no such page (a build step's, or a site built from a
-    copy of a few recipes, as the tests do)."""
+    """A link to the page *docname*, resolved like ``{doc}``, with *text* or the page's title; ``None`` where the
+    project has no such page (a build step's, or a test site's)."""
     if docname is None or docname.lstrip("/") not in self.env.found_docs:
         return None
     return addnodes.pending_xref("", nodes.inline(text=text or docname), refdomain="std", reftype="doc",
@@ -198,8 +186,8 @@ def _recipe_page(record: dict[str, Any]) -> str | None:
 
 
 def _what_ran(self: SphinxDirective, record: dict[str, Any]) -> list[nodes.Node]:
-    """How a stamp names what ran: the recipe's page, linked by its title; "this recipe" on that page itself; "a
-    step of this site's build" for a build step (no page). Never a path of the site's source tree."""
+    """How a stamp names what ran: the recipe's page by its title, "this recipe" on that page itself, or "a step
+    of this site's build"."""
     page = _recipe_page(record)
     if page is not None and page.lstrip("/") == self.env.docname:
         return [nodes.Text("this recipe")]
@@ -214,10 +202,8 @@ def _stamp(classes: list[str], *parts: nodes.Node) -> list[nodes.Node]:
 def verified_stamp(self: SphinxDirective) -> list[nodes.Node]:
     """``verified-stamp``: which releases, machine and date verified a recipe.
 
-    The first stamp on a page is the full one: what ran (the recipe's page, by its title), the date, the releases
-    and the machine, and, set apart, links to the page on what "verified" means and to the execution ledger. A
-    later stamp of the page is a small link to its recipe's page, which carries the recipe's own full stamp: a
-    page that quotes five recipes says the rest once. No stamp names a file of the site's source tree."""
+    A page's first stamp is the full one (what ran, date, releases, machine, links to what "verified" means and to
+    the execution ledger); a later one is a small link to its recipe's page. No stamp names a source file."""
     recipe = self.arguments[0].strip()
     record = _run_record(self, recipe)
     if record is None:

@@ -1,17 +1,10 @@
 """The gallery pages sphinx-gallery writes, finished as they are read: no region markers, a verified stamp,
 cards that say what each recipe does.
 
-Region markers (``# [start lower]``, :mod:`xnnguide.core.regions`) serve the pages' ``literalinclude`` and
-the drift checker; readers of a gallery page never see them. Nor do readers of a download: the recipes' ``.py``
-and notebooks lose them in :func:`xnnguide.core.reader_code.write_downloads`, and every other file a page offers
-with ``{download}`` (the C++ runner's ``CMakeLists.txt`` and ``main.cpp``, whose markers are ``# [...]`` and
-``// [...]`` lines) loses them once Sphinx has copied it to ``_downloads/`` (:func:`strip_download_markers`).
-Each recipe's page ends with its ``verified-stamp`` (:mod:`.directives`).
-
-On the gallery's index pages, sphinx-gallery gives a recipe that draws no figure the same placeholder image as
-every other such recipe, and hides its description in a tooltip. :func:`cards` drops the placeholder and shows
-the description's first sentence on the card; a recipe that draws a figure keeps its thumbnail, with the
-sentence under it.
+Region markers serve ``literalinclude`` and the drift checker, not readers: gallery pages lose them as they are
+read, and every file a page offers with ``{download}`` once Sphinx has copied it (:func:`strip_download_markers`;
+the recipes' own downloads are :func:`xnnguide.core.reader_code.write_downloads`'). On index pages, :func:`cards`
+shows each recipe's first sentence and drops the placeholder image of a recipe that draws no figure.
 """
 
 from __future__ import annotations
@@ -95,7 +88,7 @@ def without_markers(text: str) -> str:
 
 def strip_download_markers(downloads: Path) -> list[Path]:
     """Rewrite every text file under *downloads* (Sphinx's ``_downloads/``) without region markers; the files
-    rewritten. Binary files and files without markers are left as they are."""
+    rewritten."""
     changed = []
     for path in sorted(downloads.rglob("*")) if downloads.is_dir() else []:
         try:
@@ -109,8 +102,7 @@ def strip_download_markers(downloads: Path) -> list[Path]:
 
 
 def _finish_downloads(app: Sphinx, exception: Exception | None) -> None:
-    """Sphinx's ``build-finished``: Sphinx copies every downloadable file anew at each build, so its copies
-    lose their markers after every build."""
+    """Sphinx's ``build-finished``: Sphinx copies every download anew at each build."""
     if exception is None and app.builder.format == "html":
         changed = strip_download_markers(Path(app.outdir) / "_downloads")
         logging.getLogger(__name__).info("region markers left out of %d download(s)", len(changed))

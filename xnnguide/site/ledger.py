@@ -1,10 +1,7 @@
 """The ``execution-ledger`` directive: what became of every code block, published in the build.
 
-The directive runs ``python -m xnnguide.doccheck --run --rules fate,syntax,run,ledger`` over ``doccheck_paths``
-(relative to conf.py's folder; default: ``README.md``, ``docs`` and ``snippets``), which executes doctest and
-page-order blocks, reads the recipes' run records and writes ``<gallery>/_records/ledger.json``; the directive
-shows it as one table per page and warns for each block with no fate. The ledger of an earlier build is deleted
-when a build starts.
+It runs the drift checker (``python -m xnnguide.doccheck --run``) over ``doccheck_paths``, which writes
+``<gallery>/_records/ledger.json``, and shows it as one table per page, warning for each block with no fate.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Navigation by kind of page: the sections of the root toctree, on every page.
 
-``docs/index.md`` groups the pages in captioned toctrees, one per kind of page (Tutorial, How-to guides,
-Reference...). The pydata theme's header lists pages, not captions; the templates get ``xnnguide_sections``, the
-captioned sections in order, so the header shows one entry (a link, or a menu) per section and the sidebar the
-whole tree under the same captions. Empty sections are left out.
+The templates get ``xnnguide_sections``, the captioned toctrees of ``docs/index.md`` in order (empty ones left
+out), so the header shows one entry per kind of page and the sidebar the whole tree under the same captions.
 """
 
 from __future__ import annotations

@@ -1,30 +1,25 @@
 """What a recipe's page shows as its output: what the recipe prints, not what the libraries log.
 
-sphinx-gallery puts everything a recipe writes to standard output *and* standard error on its page. On
-standard error go the runtime's log (``[threadpool.cpp:66] Resetting threadpool to 1 threads.``, which
-ExecuTorch's Python bindings write through ``sys.stderr``) and the warnings torch and ExecuTorch raise,
-with the build machine's paths in them: noise on a page, which readers running the file see in their
-terminal anyway. :func:`show_printed_output_only` keeps sphinx-gallery's capture of standard output and
-sends standard error to the build's log. A recipe that shows such a line on purpose captures it
-(``contextlib.redirect_stderr``) and prints it, as the troubleshooting recipes do.
+sphinx-gallery points both ``sys.stdout`` and ``sys.stderr`` at its capture before each code block runs, so
+the runtime's log (ExecuTorch's bindings write ``[threadpool.cpp:66] ...`` through ``sys.stderr``) and the
+libraries' warnings, with the build machine's paths in them, would land on the page. In a one-recipe build's
+process, :func:`show_printed_output_only` adds an audit hook (:func:`sys.addaudithook`, public Python) that, as
+each block is executed (the ``exec`` event), sends ``sys.stderr`` back to the process's own standard error, the
+build's log. A recipe that shows such a line on purpose captures it (``contextlib.redirect_stderr``) and
+prints it, as the troubleshooting recipes do.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any
-
-from sphinx_gallery import gen_rst
-
-_capture_both = gen_rst._LoggingTee.set_std_and_reset_position
 
 
-def _capture_standard_output(tee: Any) -> Any:
-    _capture_both(tee)
-    sys.stderr = tee.origs[1]  # the process's own standard error: the build's log
-    return tee
+def _stderr_to_log(event: str, _args: tuple) -> None:
+    # Only while sphinx-gallery's capture holds both streams: a recipe's own redirect_stderr is left alone.
+    if event == "exec" and sys.stderr is sys.stdout and type(sys.stderr).__module__.startswith("sphinx_gallery"):
+        sys.stderr = sys.__stderr__
 
 
 def show_printed_output_only() -> None:
-    """From now on in this process, recipe pages show standard output only; idempotent."""
-    gen_rst._LoggingTee.set_std_and_reset_position = _capture_standard_output
+    """From now on in this process, recipe pages show standard output only (audit hooks last as long as it)."""
+    sys.addaudithook(_stderr_to_log)

@@ -2,24 +2,17 @@
 
 ``python -m xnnguide.site.run_shards [--jobs N | --shard k/N --folder DIR] [-- SPHINX-BUILD ARGUMENTS]``
 
-1. **Plan** (:func:`plan`): the recipes and build steps whose last run does not hold
-   (:func:`~xnnguide.core.records.stale_reason`), as units of work in the order the shards take them: longest
-   first by their past run times, then the never-timed (:func:`xnnguide.core.shards.units`). A no-op rebuild
-   has none and runs nothing.
-2. **Shards** (:func:`run_shard`): one process per shard, one shard per core by default. Each takes the next
-   unit no other shard took, so that the shards end together; it runs its recipes one at a time, each in a child process the watchdog stops at its time or memory budget or when it
-   crashes (:mod:`.watchdog`); the children start from a forkserver that imported torch and Sphinx once. A
-   recipe's child is a one-recipe Sphinx build into the shard's folder: sphinx-gallery runs the recipe and
-   writes its page, figures and checksum, and :mod:`.build` ends that build there. A build step's child runs
-   its script (:mod:`.build_steps`). A recipe that times something holds the machine: the other shards'
-   recipes stop meanwhile (:mod:`xnnguide.core.quiet`).
-3. **Merge** (:func:`xnnguide.core.shards.merge`, the code CI's site job runs on the folders of its matrix of
-   ``make html SHARD=k/N``): the shard folders into the gallery; what this build ran in ``_records/build.json``.
-4. **Render**: the SPHINX-BUILD ARGUMENTS, with ``plot_gallery`` off (as in ``conf.py``): it writes the pages
-   and runs no recipe.
+1. :func:`plan`: the recipes and build steps whose last run does not hold, as units of work, longest first by
+   past run times (:func:`xnnguide.core.shards.units`); a no-op rebuild has none.
+2. :func:`run_shard`, one process per core: each claims the next unit no other shard took and runs its recipes
+   one at a time, each in a child the watchdog watches (:mod:`.watchdog`), started from a forkserver that
+   imported torch and Sphinx once. A recipe's child is a one-recipe Sphinx build into the shard's folder
+   (:mod:`.build`); a build step's runs its script (:mod:`.build_steps`).
+3. :func:`xnnguide.core.shards.merge`, the code CI's site job runs too: the shard folders into the gallery.
+4. The SPHINX-BUILD ARGUMENTS render the pages with ``plot_gallery`` off: no recipe runs.
 
-With ``--shard k/N`` (a CI matrix job) only shard *k* runs, its part of a split that is the same on every
-machine (:func:`xnnguide.core.shards.assign`), into ``--folder``, and nothing is merged.
+With ``--shard k/N`` (a CI matrix job) only shard *k* of a split that is the same on every machine runs
+(:func:`xnnguide.core.shards.assign`), into ``--folder``, and nothing is merged.
 """
 
 from __future__ import annotations
@@ -36,12 +29,13 @@ import time
 import uuid
 from pathlib import Path
 
-from xnnguide.core import quiet, shards
-from xnnguide.core.records import load_run_record, records_dir, stale_reason
-from xnnguide.core.recipes import (build_step_files, find_source, imports_torch, is_build_step, missing_requirements,
-                                   recipe_files, shown)
-from xnnguide.site import build_steps, runs, watchdog
+from sphinx.cmd.build import build_main
 
+from xnnguide.core import machine_hold, shards
+from xnnguide.core.records import load_run_record, records_dir, stale_reason
+from xnnguide.core.recipes import (budget_gb, budget_seconds, build_step_files, find_source, imports_torch,
+                                   is_build_step, missing_requirements, recipe_files, shown)
+from xnnguide.site import build_steps, runs, watchdog
 
 
 def plan(docs: Path, snippets: Path, gallery: Path) -> list[Path]:
@@ -51,17 +45,12 @@ def plan(docs: Path, snippets: Path, gallery: Path) -> list[Path]:
     not run (:func:`xnnguide.site.build.leave_out_unrunnable`)."""
     sources = []
     for source in [*recipe_files(snippets), *build_step_files(docs)]:
-        reason = _must_run(gallery, snippets, source)
+        page = None if is_build_step(source) else gallery / f"{source.relative_to(snippets)}.md5"
+        reason = stale_reason(gallery, source) or (None if page is None or page.is_file() else "its page is missing")
         if reason and (is_build_step(source) or not missing_requirements(source)):
             print(f"recipe {source.name} runs: {reason}", flush=True)
             sources.append(source)
     return sources
-
-
-def _must_run(gallery: Path, snippets: Path, source: Path) -> str | None:
-    """Why *source* must run in this build, or ``None``."""
-    page = None if is_build_step(source) else gallery / f"{source.relative_to(snippets)}.md5"
-    return stale_reason(gallery, source) or (None if page is None or page.is_file() else "its page is missing")
 
 
 def _claim(claims: Path | None, number: int) -> bool:
@@ -73,13 +62,6 @@ def _claim(claims: Path | None, number: int) -> bool:
     except FileExistsError:
         return False
     return True
-
-
-def build_one_recipe(argv: list[str]) -> int:
-    """In a recipe's child: the one-recipe Sphinx build *argv* (sphinx-gallery runs the recipe)."""
-    from sphinx.cmd.build import build_main
-
-    return build_main(argv)
 
 
 def run_shard(work_units: list[list[Path]], claims: Path | None, folder: Path, docs: Path, conf: Path,
@@ -113,10 +95,9 @@ def run_shard(work_units: list[list[Path]], claims: Path | None, folder: Path, d
         else:
             argv = ["-q", "-c", str(conf), "-b", "html", "-d", str(work / "doctrees"), "-D", "plot_gallery=1",
                     "-D", f"xnnguide_recipe={source.stem}", str(work / "docs"), str(work / "html")]
-            ran = watchdog.run(build_one_recipe, (argv,), source, env)
-        seconds, gb = watchdog.budgets(source)
-        fields = dict(started=started, worker=threads < (os.cpu_count() or 1), budget_seconds=seconds,
-                      budget_gb=gb, peak_gb=round(ran.peak / 1e9, 3))
+            ran = watchdog.run(build_main, (argv,), source, env)
+        fields = dict(started=started, worker=threads < (os.cpu_count() or 1), budget_seconds=budget_seconds(source),
+                      budget_gb=budget_gb(source), peak_gb=round(ran.peak / 1e9, 3))
         if ran.stopped:
             runs.write_record(folder, source, ran.elapsed, ran.pid, status="failed",
                               error=watchdog.stop_message(source, ran), **fields)
@@ -160,8 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         units = [[Path(path) for path in unit] for unit in json.loads(args.plan.read_text(encoding="utf-8"))]
         return min(1, run_shard(units, args.plan.parent / "claims", args.folder, docs, conf, args.threads))
     os.environ.setdefault(runs.BUILD_ID, uuid.uuid4().hex)
-    # One hold folder per build, for the recipes that hold the machine while they time (xnnguide.core.quiet).
-    os.environ.setdefault(quiet.ENV, tempfile.mkdtemp(prefix="xnnguide-quiet-"))
+    # One hold folder per build, for the recipes that hold the machine while they time (xnnguide.core.machine_hold).
+    os.environ.setdefault(machine_hold.ENV, tempfile.mkdtemp(prefix="xnnguide-hold-"))
     started = time.perf_counter()
     records_dir(gallery).mkdir(parents=True, exist_ok=True)
     (records_dir(gallery) / "executions.log").write_text("", encoding="utf-8")  # this build's runs only

@@ -1,13 +1,8 @@
 """The hook around each recipe sphinx-gallery runs, and the run records it writes.
 
-:func:`recipe_hook`, sphinx-gallery's ``reset_modules``: before a recipe runs it sizes the recipe's threads
-(:func:`limit_threads`), opens the recipe's facts file (:mod:`xnnguide.core.facts`) and appends a line to the
-executions log, so tests can tell what ran; after it, it writes the recipe's *run record* (status, time,
-budgets, versions, CPU, date; :mod:`xnnguide.core.records`). :mod:`.build` puts sphinx-gallery's verdict in;
-the shard (:mod:`.run_shards`) adds the peak memory, or writes the record of a recipe the watchdog stopped.
-
-The records live in the gallery's folder (:func:`gallery_dir`), under ``_records/``. :class:`RecipeOrder` is
-the order of a subsection's recipes.
+:func:`recipe_hook` (sphinx-gallery's ``reset_modules``) sizes the recipe's threads, collects its facts, logs
+that it ran, and writes its run record (:mod:`xnnguide.core.records`) in ``<gallery>/_records/``; :mod:`.build`
+puts sphinx-gallery's verdict in, and the shard the peak memory.
 """
 
 from __future__ import annotations
@@ -43,14 +38,9 @@ def gallery_dir(app_or_env: Any) -> Path:
     return Path(app_or_env.srcdir) / app_or_env.config.xnnguide_gallery_dir
 
 
-def executions_log(gallery: Path) -> Path:
-    """The executions log: a line per recipe run of this build (name, pid, time, build id)."""
-    return records_dir(gallery) / "executions.log"
-
-
 class RecipeOrder:
     """sphinx-gallery ``within_subsection_order``: the order the subsection's header lists; recipes it does not
-    list (``tests/test_gallery_order.py`` forbids them) come after, by file name."""
+    list (``tests/static/test_gallery_order.py`` forbids them) come after, by file name."""
 
     def __init__(self, src_dir: str | os.PathLike[str]) -> None:
         self.order = listed_order(src_dir)
@@ -70,12 +60,7 @@ def use_build_id() -> None:
 
 def limit_threads(source: Path) -> None:
     """Give the recipe its share of the cores (:data:`THREADS`), for PyTorch and for ExecuTorch's thread pool,
-    which XNNPACK uses (called before each recipe runs).
-
-    The shard sets ``OMP_NUM_THREADS`` too, which only a fresh ``import torch`` obeys; torch is imported before
-    the recipe starts. ExecuTorch's pool ignores it and defaults to every core, so it is sized here, before the
-    recipe loads any program: a loaded XNNPACK program may still use the pool that a reset replaces.
-    """
+    which ignores ``OMP_NUM_THREADS``: sized before the recipe loads a program, which may keep the old pool."""
     cores = os.cpu_count() or 1
     threads = int(os.environ.get(THREADS, cores))
     if "torch" in sys.modules:
@@ -88,37 +73,26 @@ def limit_threads(source: Path) -> None:
             portable_lib._unsafe_reset_threadpool(threads)
 
 
-def _gallery(gallery_conf: dict[str, Any]) -> Path:
-    return Path(gallery_conf["src_dir"]) / gallery_conf["gallery_dirs"]
-
-
-def _recipe_source(gallery_conf: dict[str, Any], fname: str) -> Path:
-    # sphinx-gallery names the file only, not its subsection.
-    return find_recipe((Path(gallery_conf["src_dir"]) / gallery_conf["examples_dirs"]).resolve(), fname)
-
-
 def recipe_hook(gallery_conf: dict[str, Any], fname: str | None, when: str) -> None:
     """sphinx-gallery ``reset_modules`` callable: bracket each recipe run."""
     if fname is None:  # called once when entering a folder of examples
         return
-    name = Path(fname).stem
-    source = _recipe_source(gallery_conf, fname)
+    name, src = Path(fname).stem, Path(gallery_conf["src_dir"])
+    # sphinx-gallery names the file only, not its subsection.
+    source = find_recipe((src / gallery_conf["examples_dirs"]).resolve(), fname)
+    gallery = src / gallery_conf["gallery_dirs"]
     if when == "before":
         limit_threads(source)
-        facts.begin_recipe(name, records_dir(_gallery(gallery_conf)) / "facts")
-        # One short line in append mode: workers' lines never interleave.
-        with open(executions_log(_gallery(gallery_conf)), "a", encoding="utf-8") as log:
-            log.write(f"{name}\t{os.getpid()}\t{_dt.datetime.now().isoformat()}\t"
-                      f"{os.environ.get(BUILD_ID, '-')}\n")
+        facts.begin_recipe(name, records_dir(gallery) / "facts")
+        with open(records_dir(gallery) / "executions.log", "a", encoding="utf-8") as log:  # what this build ran
+            log.write(f"{name}\t{os.getpid()}\t{_dt.datetime.now().isoformat()}\t{os.environ.get(BUILD_ID, '-')}\n")
         _started[name] = time.perf_counter()
         watchdog.mark_started()
         return
     facts.end_recipe()
-    # sphinx-gallery decides pass or fail only after this hook returns; the end of the build (.build) fills
-    # in the verdict.
-    write_run(gallery_conf, fname, seconds=time.perf_counter() - _started.pop(name, time.perf_counter()),
-              pid=os.getpid(), status="finished", error=None,
-              budget_seconds=budget_seconds(source), budget_gb=budget_gb(source))
+    # sphinx-gallery decides pass or fail only after this hook returns: .build fills in the verdict.
+    write_record(gallery, source, time.perf_counter() - _started.pop(name, time.perf_counter()), os.getpid(),
+                 status="finished", error=None, budget_seconds=budget_seconds(source), budget_gb=budget_gb(source))
 
 
 def add_to_record(gallery: Path, name: str, **fields: Any) -> None:
@@ -126,11 +100,6 @@ def add_to_record(gallery: Path, name: str, **fields: Any) -> None:
     record = load_run_record(gallery, name)
     if record is not None:
         write_run_record(records_dir(gallery), {**record, **fields})  # type: ignore[typeddict-item]
-
-
-def write_run(gallery_conf: dict[str, Any], fname: str, seconds: float, pid: int, **fields: Any) -> None:
-    """Write the run record of a recipe that just ran."""
-    write_record(_gallery(gallery_conf), _recipe_source(gallery_conf, fname), seconds, pid, **fields)
 
 
 def write_record(gallery: Path, source: Path, seconds: float, pid: int, **fields: Any) -> None:

@@ -1,10 +1,8 @@
 """The end of a build: one line per problem, and a failing exit status.
 
-Two problems otherwise scroll past in the build's output: a ``literalinclude`` that lost its block (Sphinx
-warns, the page goes out without the code, and a build without ``-W`` still exits 0), and a recipe that
-failed, reported by sphinx-gallery with its traceback far above the end. After the build each is printed as
-``path:line: rule: message``, last, and the exit status becomes 1. Lost includes are kept in the build
-environment, so a page that is not re-read still counts.
+A ``literalinclude`` that lost its block (only a warning, which a build without ``-W`` passes) and a failed
+recipe (its traceback far above the end) are printed last as ``path:line: rule: message``, and the exit status
+becomes 1. Lost includes are kept in the build environment, so a page that is not re-read still counts.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """One source for every timing the pages quote, and no timing without its conditions.
 
-When a page quotes a fact (``{fact}`` or ``fact-table``), :func:`note` looks at what the recipe recorded:
-
-* a fact whose key says it is a timing (``…_ms``, ``…speedup``, ``…latency``) but that was recorded as a bare
-  number, or a table without what its rows timed, warns
-  at the page's line: the reader would get milliseconds with no threads, batch or machine state
-  (:mod:`xnnguide.core.timings` records them with their conditions);
-* a timing recorded with its conditions is remembered with the page and line. After every page is read,
-  :func:`_check_one_source` warns where two recipes' quoted timings name the same subject under the same
-  threads and batch: a reader would see two figures for one quantity, with nothing to tell them apart;
-* a fact that names the quantity it measured (``facts.record(..., quantity=...)``, a size, say, that two
-  recipes measure), or a table whose cells name theirs (``facts.name_cells``), is remembered too, and
-  :func:`_check_one_source` warns where pages, or two tables of one page, show it with two values (a note in
-  brackets after the value, such as a busy machine's, is not the value).
-
-The quotes are kept in the build environment by page, so pages that are not read again still count.
+:func:`note` checks each fact a page quotes: a timing recorded as a bare number (:func:`bare_timing`) warns at
+its line. Timings (with their threads and batch) and named quantities (``facts.record(..., quantity=)``,
+``facts.name_cells``) are kept in the build environment by page; once every page is read,
+:func:`_check_one_source` warns where two recipes time one subject under the same conditions (:func:`conflicts`)
+or pages show one quantity with two values (:func:`disagreements`).
 """
 
 from __future__ import annotations
@@ -28,18 +18,14 @@ from sphinx.util.docutils import SphinxDirective, SphinxRole
 from xnnguide.core import facts, timings
 
 logger = logging.getLogger(__name__)
-_KEY = "xnnguide_timing_quotes"
-
-
-_QUANTITIES = "xnnguide_quantity_quotes"
 
 
 def _quotes(env: Any) -> dict[str, list[dict[str, Any]]]:
-    return env.__dict__.setdefault(_KEY, {})
+    return env.__dict__.setdefault("xnnguide_timing_quotes", {})
 
 
 def _quantities(env: Any) -> dict[str, list[dict[str, Any]]]:
-    return env.__dict__.setdefault(_QUANTITIES, {})
+    return env.__dict__.setdefault("xnnguide_quantity_quotes", {})
 
 
 def bare_timing(recipe: str, key: str, fact: dict[str, Any]) -> str | None:
@@ -66,27 +52,27 @@ def note(element: SphinxRole | SphinxDirective, recipe: str, key: str, fact: dic
 
 
 def _purge(app: Sphinx, env: Any, docname: str) -> None:
-    _quotes(env).pop(docname, None)
-    _quantities(env).pop(docname, None)
+    for kept in (_quotes(env), _quantities(env)):
+        kept.pop(docname, None)
 
 
 def _merge(app: Sphinx, env: Any, docnames: set[str], other: Any) -> None:
-    _quotes(env).update({name: found for name, found in _quotes(other).items() if name in docnames})
-    _quantities(env).update({name: found for name, found in _quantities(other).items() if name in docnames})
+    for kept, theirs in ((_quotes(env), _quotes(other)), (_quantities(env), _quantities(other))):
+        kept.update({name: found for name, found in theirs.items() if name in docnames})
+
+
+def _pairs(quotes: dict[str, list[dict[str, Any]]], same: Any, differ: Any) -> list[tuple[dict, dict]]:
+    """Pairs of quotes, the first seen and a later one, about the same thing (*same* gives its key) that
+    *differ*."""
+    first: dict[Any, dict[str, Any]] = {}
+    return [(seen, quote) for docname in sorted(quotes) for quote in quotes[docname]
+            if differ(seen := first.setdefault(same(quote), quote), quote)]
 
 
 def conflicts(quotes: dict[str, list[dict[str, Any]]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """Pairs of quotes, the first seen and a later one, that time one subject under the same conditions in two
-    different recipes."""
-    first: dict[tuple, dict[str, Any]] = {}
-    found = []
-    for docname in sorted(quotes):
-        for quote in quotes[docname]:
-            same = (quote["kind"], quote["subject"], quote["threads"], quote["batch"])
-            seen = first.setdefault(same, quote)
-            if seen["recipe"] != quote["recipe"]:
-                found.append((seen, quote))
-    return found
+    """Pairs of quotes that time one subject under the same conditions in two different recipes."""
+    return _pairs(quotes, lambda quote: (quote["kind"], quote["subject"], quote["threads"], quote["batch"]),
+                  lambda seen, quote: seen["recipe"] != quote["recipe"])
 
 
 def shown_value(display: str) -> str:
@@ -96,15 +82,9 @@ def shown_value(display: str) -> str:
 
 
 def disagreements(quantities: dict[str, list[dict[str, Any]]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """Pairs of quotes, the first seen and a later one, that show one named quantity with two values."""
-    first: dict[str, dict[str, Any]] = {}
-    found = []
-    for docname in sorted(quantities):
-        for quote in quantities[docname]:
-            seen = first.setdefault(quote["quantity"], quote)
-            if shown_value(seen["display"]) != shown_value(quote["display"]):
-                found.append((seen, quote))
-    return found
+    """Pairs of quotes that show one named quantity with two values."""
+    return _pairs(quantities, lambda quote: quote["quantity"],
+                  lambda seen, quote: shown_value(seen["display"]) != shown_value(quote["display"]))
 
 
 def _check_one_source(app: Sphinx, env: Any) -> None:

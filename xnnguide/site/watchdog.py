@@ -1,19 +1,15 @@
 """The watchdog: each recipe runs in a child process of its own, within its time and memory budgets.
 
-A recipe that hangs would hold its shard, and one whose interpreter dies (a segfault in native code, an abort)
-would take the shard down. :func:`run` starts the child from a ``forkserver`` that imported Sphinx once, and
-torch too when the shard's recipes import it (:func:`start_forkserver`), and watches it:
+A hanging recipe would hold its shard, and a crashing one (a segfault, an abort) take it down. :func:`run`
+starts the child from a forkserver that imported Sphinx, and torch when the recipes need it
+(:func:`start_forkserver`), and stops it, after asking :mod:`faulthandler` for a traceback (``SIGUSR1``):
 
-* **time**: the budget counts the seconds the recipe ran, from its start (:func:`mark_started`; what its child
-  did before, such as Sphinx's start, counts only past :data:`START_SECONDS`), not those it spent stopped by a
-  recipe that held the machine to time something (:mod:`xnnguide.core.quiet`); past it, the child is asked for a traceback
-  (``SIGUSR1``, which :mod:`faulthandler` answers from any state) and killed;
-* **memory**: the resident memory of the child and its own children is read every 0.2 s; over the budget,
-  the child is asked for a traceback (``SIGUSR1``) and killed;
-* **crashes**: the signal that ended the child, with the traceback that :mod:`faulthandler` wrote.
+* **time**: past its budget, counted from the recipe's start (:func:`mark_started`) and not counting the
+  seconds a recipe holding the machine kept it stopped (:mod:`xnnguide.core.machine_hold`);
+* **memory**: when the resident memory of the child and its children, read every 0.2 s, passes its budget;
+* **crashes**: the signal that ended it is named.
 
-:func:`stop_message` names a stopped recipe at its own line; its run record says ``failed``, so the next build
-runs it again (:func:`xnnguide.core.records.stale_reason`).
+:func:`stop_message` names a stopped recipe at its own line; its run record says ``failed``.
 """
 
 from __future__ import annotations
@@ -35,7 +31,7 @@ from typing import Any, Callable
 
 import psutil
 
-from xnnguide.core import quiet
+from xnnguide.core import machine_hold
 from xnnguide.core.recipes import budget_gb, budget_seconds, shown
 from xnnguide.core.results import failure_line
 
@@ -47,8 +43,7 @@ START_SECONDS = 60.0
 #: The file a child touches when its recipe starts.
 STARTED = "XNNGUIDE_RECIPE_STARTED"
 _FRAME = re.compile(r'^\s*File "(.+)", line (\d+) in (.+)$')
-#: What the forkserver imports once for every child it starts: Sphinx with the site's extension, which runs
-#: each recipe, and, for recipes that import torch, torch and ExecuTorch's compiler and runtime (seconds each).
+#: What the forkserver imports once for all its children: Sphinx and the site, and torch for recipes that need it.
 PRELOAD = ["sphinx.cmd.build", "sphinx_gallery.gen_gallery", "myst_parser", "pydata_sphinx_theme", "matplotlib.pyplot",
            "xnnguide.site"]
 TORCH_PRELOAD = ["torch", "executorch.exir", "executorch.runtime"]
@@ -70,15 +65,10 @@ class Run:
         return isinstance(self.outcome, str)
 
 
-def budgets(source: Path) -> tuple[float, float]:
-    """A recipe's time budget in seconds and memory budget in GB, declared or the defaults."""
-    return budget_seconds(source), budget_gb(source)
-
-
 def run(function: Callable[..., Any], args: tuple[Any, ...], source: Path, env: dict[str, str]) -> Run:
     """Run ``function(*args)`` in a watched child process with the environment *env*, within the budgets that
     *source* declares (the recipe or build step it runs). *function* must be importable by name."""
-    seconds, gb = budgets(source)
+    seconds, gb = budget_seconds(source), budget_gb(source)
     with tempfile.TemporaryDirectory(prefix="xnnguide-watch-") as folder:
         trace, started = Path(folder, "trace.txt"), Path(folder, "started")
         payload = pickle.dumps((function, args, {**env, STARTED: str(started)}, sys.path, os.getcwd()))
@@ -125,14 +115,14 @@ def _watch(payload: bytes, trace: str, marker: Path, seconds: float, gb: float) 
         process = None
     while True:
         # Sampled before waiting, so that a recipe done within one poll is measured too.
-        rss, family = _rss(process) if process else (0, [])
+        rss, family = _rss(process)
         peak = max(peak, rss)
         if receive.poll(POLL_SECONDS):
             with contextlib.suppress(EOFError):  # EOF: the child ended without a result
                 result = receive.recv_bytes()
             break
         now = time.monotonic()
-        if process and quiet.status(process) == psutil.STATUS_STOPPED:  # a holder's SIGSTOP spends no budget
+        if machine_hold.status(process) == psutil.STATUS_STOPPED:  # a holder's SIGSTOP spends no budget
             paused += now - polled
         elif marker.exists() or now - started > START_SECONDS:
             ran += now - polled
@@ -143,12 +133,12 @@ def _watch(payload: bytes, trace: str, marker: Path, seconds: float, gb: float) 
         with contextlib.suppress(ProcessLookupError):
             os.kill(child.pid, signal.SIGUSR1)  # faulthandler writes where it is
         time.sleep(TRACE_SECONDS)
-        peak = max(peak, _rss(process)[0] if process else 0)
+        peak = max(peak, _rss(process)[0])
         child.kill()
         break
     child.join()
-    quiet.unregister(child.pid)
-    quiet.continue_paused_by(child.pid)  # what it stopped, if it died holding the machine
+    machine_hold.unregister(child.pid)
+    machine_hold.continue_paused_by(child.pid)  # what it stopped, if it died holding the machine
     elapsed = round(time.monotonic() - started, 3)
     if result is not None:
         return pickle.loads(result), elapsed, child.pid, peak
@@ -168,8 +158,10 @@ def _watch(payload: bytes, trace: str, marker: Path, seconds: float, gb: float) 
     return why, elapsed, child.pid, peak
 
 
-def _rss(process: psutil.Process) -> tuple[int, list[psutil.Process]]:
-    """Resident memory, in bytes, of a process and its descendants, and those processes."""
+def _rss(process: psutil.Process | None) -> tuple[int, list[psutil.Process]]:
+    """Resident memory, in bytes, of a process and its descendants, and those processes (none once it is gone)."""
+    if process is None:
+        return 0, []
     total, family = 0, [process]
     with contextlib.suppress(psutil.Error):
         family += process.children(recursive=True)
@@ -184,7 +176,7 @@ def _child(payload: bytes, send: Any, trace: str) -> None:
     function, args, env, path, cwd = pickle.loads(payload)
     os.environ.clear()
     os.environ.update(env)
-    quiet.register()  # a recipe that times something may stop this one for a moment (xnnguide.core.quiet)
+    machine_hold.register()  # a recipe that times something may pause this one for a moment
     sys.path[:] = path
     os.chdir(cwd)
     out = open(trace, "w")  # noqa: SIM115 - open until the process ends

@@ -1,7 +1,7 @@
 """The one ``calibrate_batchnorm``: batch-norm statistics for an untrained image model.
 
 Recipes that need it write the same function out in full, because a reader's download runs alone;
-``tests/test_shared_recipe_code.py`` keeps every copy equal to this one.
+``tests/static/test_shared_recipe_code.py`` keeps every copy equal to this one.
 """
 
 from __future__ import annotations

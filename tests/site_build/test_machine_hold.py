@@ -1,4 +1,4 @@
-"""xnnguide.core.quiet: a recipe that times something stops the other running recipes, and only for as long as it
+"""xnnguide.core.machine_hold: a recipe that times something stops the other running recipes, and only for as long as it
 holds the machine."""
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ from pathlib import Path
 import psutil
 import pytest
 
-from xnnguide.core import quiet
+from xnnguide.core import machine_hold
 
 ROOT = Path(__file__).resolve().parents[2]
 # A recipe process: registers, starts a child of its own (as a recipe starts an exporter), then spins.
 RECIPE = """
 import subprocess, sys
 from pathlib import Path
-from xnnguide.core import quiet
-quiet.register()
+from xnnguide.core import machine_hold
+machine_hold.register()
 subprocess.Popen([sys.executable, "-c", "while True: pass"])
 Path(sys.argv[1]).touch()
 while True:
@@ -29,9 +29,9 @@ while True:
 DYING_HOLDER = """
 import os, sys
 from pathlib import Path
-from xnnguide.core import quiet
-quiet.register()
-quiet.hold()
+from xnnguide.core import machine_hold
+machine_hold.register()
+machine_hold.pause_other_recipes()
 Path(sys.argv[1]).touch()
 os._exit(1)
 """
@@ -39,7 +39,7 @@ os._exit(1)
 
 @pytest.fixture
 def hold_folder(tmp_path, monkeypatch):
-    monkeypatch.setenv(quiet.ENV, str(tmp_path / "quiet"))
+    monkeypatch.setenv(machine_hold.ENV, str(tmp_path / "hold"))
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     started: list[subprocess.Popen] = []
     yield tmp_path, started
@@ -95,7 +95,7 @@ def test_a_hold_stops_the_other_recipes_with_their_children_until_it_is_released
     assert wait_for(lambda: all((tmp_path / f"ready-{n}").exists() for n in range(2)))
     assert all(len(_children(recipe.pid)) == 1 for recipe in recipes)
 
-    held = quiet.hold()
+    held = machine_hold.pause_other_recipes()
     assert sorted(held.stopped) == sorted(recipe.pid for recipe in recipes)
     assert all(statuses(recipe) == {psutil.STATUS_STOPPED} for recipe in recipes)
 
@@ -105,7 +105,7 @@ def test_a_hold_stops_the_other_recipes_with_their_children_until_it_is_released
 
 def test_no_recipe_starts_while_the_machine_is_held(hold_folder):
     tmp_path, started = hold_folder
-    held = quiet.hold()
+    held = machine_hold.pause_other_recipes()
     start(RECIPE, tmp_path / "ready", started)
     time.sleep(1.5)
     assert not (tmp_path / "ready").exists(), "a recipe registered while the machine was held"
@@ -121,12 +121,12 @@ def test_what_a_holder_that_died_stopped_is_continued_by_its_watcher(hold_folder
     assert holder.wait(timeout=30) == 1 and (tmp_path / "held").exists()
     assert statuses(recipe) == {psutil.STATUS_STOPPED}
 
-    assert quiet.continue_paused_by(holder.pid) == [recipe.pid]
+    assert machine_hold.continue_paused_by(holder.pid) == [recipe.pid]
     assert wait_for(lambda: psutil.STATUS_STOPPED not in statuses(recipe))
-    quiet.hold().release()  # and the lock it held is free
+    machine_hold.pause_other_recipes().release()  # and the lock it held is free
 
 
 def test_outside_a_build_a_hold_stops_nothing(monkeypatch):
-    monkeypatch.delenv(quiet.ENV, raising=False)
-    held = quiet.hold()
+    monkeypatch.delenv(machine_hold.ENV, raising=False)
+    held = machine_hold.pause_other_recipes()
     assert held.stopped == [] and held.release() >= 0

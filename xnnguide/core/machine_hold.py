@@ -1,23 +1,16 @@
-"""A quiet machine for the few lines of a recipe that time something, while other recipes run beside it.
+"""Hold the machine: while a recipe times something, every other running recipe of the build is paused.
 
-A build runs recipes side by side in shards (``xnnguide.site.run_shards``); a timing taken then measures the
-neighbours too. A recipe that times repeated calls holds the machine around its timing code with :func:`hold`:
-every other running recipe, in every shard, with the processes it started, is stopped (``SIGSTOP``) until
-:meth:`Hold.release` continues it (``SIGCONT``).
+A build runs recipes side by side in shards, and a timing taken then measures the neighbours too. A recipe holds
+the machine around its timing code: ``held = machine_hold.pause_other_recipes()`` stops (``SIGSTOP``) every other
+running recipe, in every shard, with the processes it started, until ``held.release()`` continues them
+(``SIGCONT``). The parts meet in the build's folder named by :data:`ENV`:
 
-The parts meet in a folder named by the ``XNNGUIDE_QUIET_DIR`` environment variable, one per build:
+* ``running/<pgid>``: the process group of each running recipe (:func:`register`, under a shared lock);
+* ``lock``: a holder takes it exclusively, so two holders take turns and no recipe starts meanwhile;
+* ``paused/<holder pid>``: the groups a holder stopped, continued by :func:`continue_paused_by` if it dies.
 
-* ``running/<pid>``: the process group of each recipe that is running. A recipe process makes itself the
-  leader of a new process group and registers it with :func:`register`, under a shared lock on ``lock``, so
-  that no recipe registers while the machine is held;
-* ``lock``: :func:`hold` takes it exclusively; two holders take turns;
-* ``paused/<holder pid>``: the groups a holder stopped, so that they are continued even when the holder dies
-  while holding (:func:`continue_paused_by`, which the process watching each recipe calls when it ends).
-
-Without ``XNNGUIDE_QUIET_DIR`` (a recipe run alone, ``make recipe``) nothing else is running: :func:`hold`
-stops nothing. A stopped recipe's time budget waits while it is stopped (``xnnguide.site.watchdog`` counts
-the seconds a recipe ran); still, holds stay short, seconds rather than minutes: the stopped recipes' work waits.
-What other work (outside the build, or the host's other machines) took while the machine was held is measured
+Outside a build (``make recipe``) nothing else runs and nothing is stopped. The watchdog does not count paused
+seconds against a budget; still, holds stay seconds long. What work outside the build took meanwhile is measured
 by :mod:`.machine_load` and recorded with the hold.
 """
 
@@ -36,13 +29,14 @@ import psutil
 
 from xnnguide.core import machine_load
 
-ENV = "XNNGUIDE_QUIET_DIR"
-#: How long :func:`hold` waits for the processes it stopped to be seen stopped.
+#: The environment variable naming the build's hold folder.
+ENV = "XNNGUIDE_HOLD_DIR"
+#: How long :func:`pause_other_recipes` waits for the processes it stopped to be seen stopped.
 SETTLE_SECONDS = 5.0
 
 
 def folder() -> Path | None:
-    """This build's quiet folder, made if missing; ``None`` outside a build."""
+    """This build's hold folder, made if missing; ``None`` outside a build."""
     name = os.environ.get(ENV)
     if not name:
         return None
@@ -50,16 +44,6 @@ def folder() -> Path | None:
     (path / "running").mkdir(parents=True, exist_ok=True)
     (path / "paused").mkdir(exist_ok=True)
     return path
-
-
-@contextlib.contextmanager
-def _locked(path: Path, mode: int):
-    with open(path / "lock", "a") as lock:
-        fcntl.flock(lock, mode)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def register() -> None:
@@ -72,7 +56,8 @@ def register() -> None:
         os.setpgid(0, 0)
     if os.getpgid(0) != os.getpid():  # stopping its group would stop the processes that started it
         return
-    with _locked(path, fcntl.LOCK_SH):
+    with open(path / "lock", "a") as lock:  # closing it lets the lock go
+        fcntl.flock(lock, fcntl.LOCK_SH)
         (path / "running" / str(os.getpgid(0))).touch()
 
 
@@ -108,13 +93,12 @@ class Hold:
         return self.seconds
 
     def record(self) -> dict:
-        """What a recipe records of its hold (``facts.record("timing_hold", ...)``), once released: the recipes
-        it stopped, for how long, and what other work took of the machine meanwhile (``load``)."""
+        """What a recipe records of its hold once released: recipes stopped, seconds, and the machine's load."""
         return {"in_build": self.in_build, "stopped": len(self.stopped), "seconds": round(self.seconds, 3),
                 "load": self.load.close()}
 
 
-def hold() -> Hold:
+def pause_other_recipes() -> Hold:
     """Stop every other running recipe until :meth:`Hold.release`; returns once they are stopped."""
     path = folder()
     if path is None:
@@ -135,28 +119,26 @@ def hold() -> Hold:
     return Hold(path, stopped, in_build=True, lock=lock)
 
 
-def members(pgid: int) -> list[psutil.Process]:
-    """The processes of the process group *pgid*."""
-    found = []
-    for process in psutil.process_iter():
-        with contextlib.suppress(psutil.Error):
-            if os.getpgid(process.pid) == pgid:
-                found.append(process)
-    return found
+def _group(process: psutil.Process) -> int | None:
+    with contextlib.suppress(psutil.Error, OSError):
+        return os.getpgid(process.pid)
+    return None
 
 
 def _settle(groups: list[int]) -> None:
     """Wait until every process of *groups* is stopped (a process stops when the kernel next schedules it)."""
     deadline = time.monotonic() + SETTLE_SECONDS
-    waiting = [process for pgid in groups for process in members(pgid)]
+    waiting = [process for process in psutil.process_iter() if _group(process) in groups]
     while waiting and time.monotonic() < deadline:
         waiting = [p for p in waiting if status(p) not in (psutil.STATUS_STOPPED, None)]
         if waiting:
             time.sleep(0.01)
 
 
-def status(process: psutil.Process) -> str | None:
+def status(process: psutil.Process | None) -> str | None:
     """The process's state (``psutil.STATUS_STOPPED`` while a holder has stopped it), ``None`` once it is gone."""
+    if process is None:
+        return None
     try:
         return process.status()
     except psutil.Error:
