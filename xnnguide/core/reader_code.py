@@ -101,6 +101,37 @@ def _code_lines(lines: list[tuple[int, str]], tree: ast.Module) -> list[tuple[in
     return code
 
 
+#: The longest recipe a reader reads in one sitting, and the largest share of it the page hides (issue 51).
+MAX_RECIPE_LINES = 300
+MAX_HIDDEN_SHARE = 0.25
+
+
+def hidden_line_count(text: str) -> int:
+    """The lines of *text* between a ``sphinx_gallery_start_ignore`` marker and its end marker."""
+    hidden, opened = 0, False
+    for line in text.splitlines():
+        if match := _IGNORE.match(line):
+            opened = match.group(1) == "start"
+        elif opened:
+            hidden += 1
+    return hidden
+
+
+def size_problems(path: Path, shown: str | None = None) -> list[str]:
+    """``file: recipe size: ...`` when *path* is longer than ``MAX_RECIPE_LINES`` or hides more than
+    ``MAX_HIDDEN_SHARE`` of its lines."""
+    shown = shown or str(path)
+    text = path.read_text(encoding="utf-8")
+    total, hidden = len(text.splitlines()), hidden_line_count(text)
+    problems = []
+    if total > MAX_RECIPE_LINES:
+        problems.append(f"{shown}: recipe size: {total} lines, over {MAX_RECIPE_LINES}; split it by topic")
+    if total and hidden / total > MAX_HIDDEN_SHARE:
+        problems.append(f"{shown}: recipe size: {hidden} of {total} lines hidden ({hidden / total:.1%}), over "
+                        f"{MAX_HIDDEN_SHARE:.0%}; hidden blocks hold the page's claims only")
+    return problems
+
+
 def reader_source(text: str, origin: str = "<recipe>") -> str:
     """The reader's copy of a recipe, as one string."""
     return "\n".join(line for _, line in reader_lines(text, origin)) + "\n"
