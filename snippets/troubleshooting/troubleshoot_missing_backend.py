@@ -59,17 +59,19 @@ with open("missing_backend_mlp.pte", "wb") as file:
 # %%
 # Which backends does a ``.pte`` need?
 # ------------------------------------
-# Every delegate in a ``.pte`` names its backend by id. ExecuTorch's
-# serialiser can read the file back; the module is private (its name starts
-# with an underscore), so treat this as a diagnostic, not an API to build on.
+# Every delegate in a ``.pte`` names its backend by id. The program manager
+# that wrote the file holds the program it serialised (``program``), so the
+# ids can be read there before the file ships. ExecuTorch 1.5.1 has no public
+# reader for a ``.pte`` someone else made; loading its methods (below) is
+# the check that remains.
 
 # [start missing_backend_needs]
-from executorch.exir._serialize._program import deserialize_pte_binary
-
-with open("missing_backend_mlp.pte", "rb") as file:
-    pte = deserialize_pte_binary(file.read())
 needed = sorted(
-    {delegate.id for plan in pte.program.execution_plan for delegate in plan.delegates}
+    {
+        delegate.id
+        for plan in executorch_program.program.execution_plan
+        for delegate in plan.delegates
+    }
 )
 missing = [
     backend for backend in needed if not runtime.backend_registry.is_available(backend)
@@ -100,13 +102,18 @@ facts.record("needed_backends", needed, ", ".join(needed))
 import io
 from contextlib import redirect_stderr
 
-from executorch.exir._serialize._program import serialize_pte_binary
-
-for plan in pte.program.execution_plan:
+renamed_program = to_edge_transform_and_lower(
+    torch.export.export(model, example_inputs),
+    transform_passes=get_transform_passes(),
+    partitioner=[XnnpackPartitioner()],
+).to_executorch()
+# The manager serialises its program when the bytes are first asked for, so
+# the new ids go into the file.
+for plan in renamed_program.program.execution_plan:
     for delegate in plan.delegates:
         delegate.id = "XnnpackBackendNotLinked"
 with open("missing_backend_mlp_renamed.pte", "wb") as file:
-    file.write(bytes(serialize_pte_binary(pte, extract_delegate_segments=True)))
+    file.write(renamed_program.buffer)
 
 program = runtime.load_program("missing_backend_mlp_renamed.pte")
 runtime_log = io.StringIO()
