@@ -44,7 +44,6 @@ NOT_SPLIT_YET = {
     "snippets/lowering/export_with_xnnpack_recipe_types.py",
     "snippets/lowering/lower_with_legacy_to_edge_to_backend_flow.py",
     "snippets/lowering/measure_partitioner_config_precisions_int8.py",
-    "snippets/lowering/measure_partitioner_options.py",
     "snippets/performance/benchmark_xnnpack_speedup.py",
     "snippets/performance/build_and_run_pte_from_cpp.py",
     "snippets/performance/profile_pte_from_cpp_with_etdump.py",

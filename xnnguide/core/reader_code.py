@@ -78,7 +78,6 @@ HIDDEN_IMPORTS_NOT_MOVED_YET = {
     ("snippets/lowering/export_with_xnnpack_recipe_types.py", "torchao.quantization.granularity"),
     ("snippets/lowering/export_with_xnnpack_recipe_types.py", "executorch.exir.backend.utils"),
     ("snippets/lowering/export_with_xnnpack_recipe_types.py", "executorch.backends.qualcomm.utils"),
-    ("snippets/lowering/measure_partitioner_options.py", "executorch.extension.pybindings.portable_lib"),
     ("snippets/performance/link_the_xnnpack_backend_into_an_app.py", "executorch.runtime"),
     ("snippets/performance/set_threads_from_cpp_and_python.py", "executorch.extension.pybindings"),
     ("snippets/performance/time_pte_from_cpp.py", "executorch.extension.pybindings.portable_lib"),
