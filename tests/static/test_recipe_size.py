@@ -54,7 +54,6 @@ NOT_SPLIT_YET = {
     "snippets/quantization/quantize_digits_cnn_mixed_precision.py",
     "snippets/quantization/quantize_llm_8da4w.py",
     "snippets/quantization/remove_int8_conversions_from_crepe_tiny.py",
-    "snippets/troubleshooting/troubleshoot_weight_only_linear_layers.py",
 }
 
 

@@ -81,8 +81,6 @@ HIDDEN_IMPORTS_NOT_MOVED_YET = {
     ("snippets/performance/link_the_xnnpack_backend_into_an_app.py", "executorch.runtime"),
     ("snippets/performance/set_threads_from_cpp_and_python.py", "executorch.extension.pybindings"),
     ("snippets/performance/time_pte_from_cpp.py", "executorch.extension.pybindings.portable_lib"),
-    ("snippets/troubleshooting/troubleshoot_weight_only_linear_layers.py",
-     "executorch.extension.pybindings.portable_lib"),
 }
 #: The site's own package, which hidden blocks may import (what they record and assert with).
 _SITE_PREFIX = PACKAGE + "."
