@@ -41,8 +41,6 @@ def test_one_line_over_either_limit_is_reported(tmp_path):
 NOT_SPLIT_YET = {
     "snippets/lowering/add_transform_passes_to_an_xnnpack_recipe.py",
     "snippets/lowering/compare_lowering_with_and_without_transform_passes.py",
-    "snippets/lowering/lower_with_legacy_to_edge_to_backend_flow.py",
-    "snippets/lowering/measure_partitioner_config_precisions_int8.py",
     "snippets/performance/benchmark_xnnpack_speedup.py",
     "snippets/performance/build_and_run_pte_from_cpp.py",
     "snippets/performance/profile_pte_from_cpp_with_etdump.py",
