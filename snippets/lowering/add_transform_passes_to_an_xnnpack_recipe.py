@@ -117,63 +117,30 @@ for name, session in [("as shipped", shipped), ("with transform passes", with_pa
 from xnnguide.core import facts
 from xnnguide.core.delegation import delegate_calls
 
-assert eager_output.abs().max().item() > 0.05, (
-    "outputs too small for atol=1e-5 to mean anything"
-)
+assert eager_output.abs().max().item() > 0.05, "outputs too small for atol=1e-5 to mean anything"
 # The site's helpers read the delegates' own graphs, which serialisation leaves alone:
 # they must agree on the number of calls into XNNPACK.
-graphs = {
-    name: s.get_edge_program_manager().exported_program().graph_module
-    for name, s in [("as shipped", shipped), ("with transform passes", with_passes)]
-}
-for name, gm in graphs.items():
+for name, s in [("as shipped", shipped), ("with transform passes", with_passes)]:
+    gm = s.get_edge_program_manager().exported_program().graph_module
     assert figures[name]["XNNPACK subgraphs"] == delegate_calls(gm), name
-before, after = (
-    {
-        op: b.non_delegated
-        for op, b in s.get_stage_artifacts()[StageType.TO_EDGE_TRANSFORM_AND_LOWER]
-        .get_context("delegation_info")
-        .delegation_by_operator.items()
-        if b.non_delegated
-    }
-    for s in (shipped, with_passes)
-)
+before, after = ({op: b.non_delegated for op, b in s.get_stage_artifacts()[StageType.TO_EDGE_TRANSFORM_AND_LOWER]
+                  .get_context("delegation_info").delegation_by_operator.items() if b.non_delegated}
+                 for s in (shipped, with_passes))
 # The gap this page is about: the shipped recipe leaves the no-op expand outside
 # XNNPACK and splits the graph; the recipe with the passes does not. If a future
 # executorch's recipe runs the passes itself, the first assert fails.
 assert before.get("aten_expand_copy_default") == 1, before
 assert set(after) <= {"getitem"}, after
-assert (
-    figures["with transform passes"]["XNNPACK subgraphs"]
-    < figures["as shipped"]["XNNPACK subgraphs"]
-), figures
-assert (
-    ExportRecipe.get_recipe(
-        XNNPackRecipeType.FP32
-    ).lowering_recipe.edge_transform_passes
-    is None
-), "setting the field on one recipe changed the next get_recipe's"
-
-facts.record_table(
-    "gap",
-    ["", "Recipe as shipped", "Recipe with transform passes"],
-    [
-        [
-            key,
-            str(figures["as shipped"][key]),
-            str(figures["with transform passes"][key]),
-        ]
-        for key in figures["as shipped"]
-    ],
-)
+assert figures["with transform passes"]["XNNPACK subgraphs"] < figures["as shipped"]["XNNPACK subgraphs"], figures
+assert ExportRecipe.get_recipe(XNNPackRecipeType.FP32).lowering_recipe.edge_transform_passes is None, (
+    "setting the field on one recipe changed the next get_recipe's")
+facts.record_table("gap", ["", "Recipe as shipped", "Recipe with transform passes"],
+                   [[key, str(figures["as shipped"][key]), str(figures["with transform passes"][key])]
+                    for key in figures["as shipped"]])
+labels = [("XNNPACK subgraphs", "subgraphs"), ("outside XNNPACK", "outside"), ("delegated / total nodes", "nodes"),
+          ("max abs error", "error"), (".pte bytes", "bytes")]
 for name, short in [("as shipped", "shipped"), ("with transform passes", "with")]:
-    for key, label in [
-        ("XNNPACK subgraphs", "subgraphs"),
-        ("outside XNNPACK", "outside"),
-        ("delegated / total nodes", "nodes"),
-        ("max abs error", "error"),
-        (".pte bytes", "bytes"),
-    ]:
+    for key, label in labels:
         facts.record(f"{label}_{short}", figures[name][key])
 facts.record("pass_names", ", ".join(type(p).__name__ for p in get_transform_passes()))
 # xnnguide_budget_seconds = 120

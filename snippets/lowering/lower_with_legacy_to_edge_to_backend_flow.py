@@ -223,42 +223,22 @@ print("deprecation warning:", warnings_seen.messages[0])
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts
 
-assert warnings_seen.messages and all(
-    "DEPRECATION" in m for m in warnings_seen.messages
-)
-facts.record(
-    "deprecation_warning", warnings_seen.messages[0], warnings_seen.messages[0]
-)
+assert warnings_seen.messages and all("DEPRECATION" in m for m in warnings_seen.messages)
+facts.record("deprecation_warning", warnings_seen.messages[0], warnings_seen.messages[0])
 facts.record("deprecation_warning_count", len(warnings_seen.messages))
 facts.record_table(
     "flows",
-    [
-        "Model",
-        "Flow",
-        "Delegate calls",
-        "Operators outside XNNPACK",
-        "Operators inside XNNPACK",
-    ],
-    [
-        [model_name, flow, r["calls"], describe(r["outside"]), describe(r["inside"])]
-        for (model_name, flow), r in results.items()
-    ],
+    ["Model", "Flow", "Delegate calls", "Operators outside XNNPACK", "Operators inside XNNPACK"],
+    [[model_name, flow, r["calls"], describe(r["outside"]), describe(r["inside"])]
+     for (model_name, flow), r in results.items()],
 )
 conv_current = results["ConvClassifier", "to_edge_transform_and_lower"]["output"]
 conv_legacy = results["ConvClassifier", "to_edge + to_backend"]["output"]
-facts.record(
-    "conv_flows_difference",
-    (conv_current - conv_legacy).abs().max().item(),
-    f"{(conv_current - conv_legacy).abs().max().item():.1e}",
-)
-facts.record(
-    "pooling_legacy_outside",
-    describe(results["PoolingClassifier", "to_edge + to_backend"]["outside"]),
-)
-facts.record(
-    "pooling_legacy_calls",
-    results["PoolingClassifier", "to_edge + to_backend"]["calls"],
-)
+conv_difference = (conv_current - conv_legacy).abs().max().item()
+facts.record("conv_flows_difference", conv_difference, f"{conv_difference:.1e}")
+pooling_legacy = results["PoolingClassifier", "to_edge + to_backend"]
+facts.record("pooling_legacy_outside", describe(pooling_legacy["outside"]))
+facts.record("pooling_legacy_calls", pooling_legacy["calls"])
 # sphinx_gallery_end_ignore
 
 # %%
@@ -308,8 +288,6 @@ with torch.no_grad():
 # [end legacy_own_pass]
 
 # sphinx_gallery_start_ignore
-assert "max_pool2d_with_indices.default" in count_operators.counts, (
-    count_operators.counts
-)
+assert "max_pool2d_with_indices.default" in count_operators.counts, count_operators.counts
 facts.record("own_pass_counts", describe(count_operators.counts))
 # sphinx_gallery_end_ignore

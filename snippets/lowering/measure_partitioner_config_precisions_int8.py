@@ -139,12 +139,8 @@ print(missing_kernels_error)
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts
 
-assert missing_kernels_error.startswith("RuntimeError: Missing out variants: {"), (
-    missing_kernels_error
-)
-assert "quantized_decomposed::dequantize_per_tensor" in missing_kernels_error, (
-    missing_kernels_error
-)
+assert missing_kernels_error.startswith("RuntimeError: Missing out variants: {"), missing_kernels_error
+assert "quantized_decomposed::dequantize_per_tensor" in missing_kernels_error, missing_kernels_error
 facts.record("missing_out_variants", missing_kernels_error)
 # sphinx_gallery_end_ignore
 
@@ -227,43 +223,24 @@ for label, result in measured.items():
 
 # sphinx_gallery_start_ignore
 default, fp32, static, dynamic = (measured[k] for k in settings)
-assert reference.abs().max().item() > 10 * tolerance, (
-    "outputs too small for the tolerance to mean anything"
-)
+assert reference.abs().max().item() > 10 * tolerance, "outputs too small for the tolerance to mean anything"
 # Default and STATIC_QUANT: the whole int8 graph in one delegate.
 assert default["calls"] == 1 and not default["outside"], default
-assert (
-    static["calls"] == default["calls"] and static["outside"] == default["outside"]
-), static
+assert static["calls"] == default["calls"] and static["outside"] == default["outside"], static
 # FP32 only: the quantize/dequantize nodes (and the conv, whose weight is a
 # dequantize node, not a parameter) stay out; int8 work moves to ExecuTorch's CPU kernels.
 assert fp32["q/dq outside"] > 0 and fp32["calls"] > default["calls"], fp32
 assert "convolution.default" in fp32["outside"], fp32
 # DYNAMIC_QUANT only: the static conv and linear are still taken (GEMM configs
 # check the precision they support, not the ones enabled); other q/dq stay out.
-assert dynamic["q/dq outside"] > 0 and "convolution.default" in dynamic["inside"], (
-    dynamic
-)
+assert dynamic["q/dq outside"] > 0 and "convolution.default" in dynamic["inside"], dynamic
 assert "linear.default" in dynamic["inside"]
 facts.record_table(
     "precisions",
-    [
-        "config_precisions",
-        "Delegate calls",
-        "Quantize/dequantize nodes outside",
-        "Operators outside XNNPACK",
-        "Max abs error vs quantized eager",
-    ],
-    [
-        [
-            label,
-            r["calls"],
-            r["q/dq outside"],
-            describe(r["outside"]),
-            f"{r['error']:.1e}",
-        ]
-        for label, r in measured.items()
-    ],
+    ["config_precisions", "Delegate calls", "Quantize/dequantize nodes outside", "Operators outside XNNPACK",
+     "Max abs error vs quantized eager"],
+    [[label, r["calls"], r["q/dq outside"], describe(r["outside"]), f"{r['error']:.1e}"]
+     for label, r in measured.items()],
 )
 facts.record("tolerance", tolerance, f"{tolerance:.1e}")
 facts.record("fp32_qdq_outside", fp32["q/dq outside"])
@@ -308,12 +285,8 @@ print(f"child process exit code: {completed.returncode}")
 # [end load_from_path]
 
 # sphinx_gallery_start_ignore
-assert "ran conv_head_int8_none.pte" in completed.stdout, (
-    completed.stdout + completed.stderr
-)
-assert "ran conv_head_int8_fp32.pte" not in completed.stdout, (
-    "loading from a path works now: update the page"
-)
+assert "ran conv_head_int8_none.pte" in completed.stdout, completed.stdout + completed.stderr
+assert "ran conv_head_int8_fp32.pte" not in completed.stdout, "loading from a path works now: update the page"
 assert completed.returncode != 0, completed.returncode
 facts.record("path_load_exit_code", completed.returncode)
 # sphinx_gallery_end_ignore

@@ -244,12 +244,12 @@ timings.record_timing_table(
 # kernels, whose functions are named ``opt_...``, and ExecuTorch's portable
 # kernels for every other operator. ``nm`` (from binutils, installed with the
 # compiler) lists what the library defines; ``ldd`` what the Python
-# runtime's extension links.
+# runtime's extensions link.
 
 # [start cpp_kernels]
 import re
 
-import executorch.extension.pybindings._C as pybindings
+import executorch.extension.pybindings.portable_lib as portable_lib
 
 
 class ClippedCumulativeHead(torch.nn.Module):
@@ -294,13 +294,18 @@ optimized = sorted(set(re.findall(r"native::opt_(\w+?)_out\b", symbols)))
 portable = sorted(
     set(re.findall(r"native::(?!opt_)(\w+?)_out\(", symbols)) - set(optimized)
 )
-linked = [
-    line.split()[0]
-    for line in subprocess.run(
-        ["ldd", pybindings.__file__], check=True, capture_output=True, text=True
-    ).stdout.splitlines()
-    if "libexecutorch" in line
-]
+# The Python runtime's compiled extensions sit beside portable_lib.
+extensions = sorted(Path(portable_lib.__file__).parent.glob("*.so"))
+linked = list(
+    dict.fromkeys(
+        line.split()[0]
+        for extension in extensions
+        for line in subprocess.run(
+            ["ldd", extension], check=True, capture_output=True, text=True
+        ).stdout.splitlines()
+        if "libexecutorch" in line
+    )
+)
 print(f"{len(optimized)} optimized kernels: {', '.join(optimized)}")
 print(
     f"{len(portable)} other operators, portable kernels: {', '.join(portable[:8])}, ..."

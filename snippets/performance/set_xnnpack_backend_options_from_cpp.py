@@ -193,71 +193,35 @@ hold = facts.record("timing_hold", held.record())
 facts.record("threads", threads, f"{threads} thread{'s' * (threads != 1)}")
 defaults, cached = option_runs["defaults"], option_runs["weight cache on"]
 # What the backend reports it was set to: each flag reached it.
-assert defaults["options"] == [
-    "weight_cache_enabled: 0",
-    "workspace_sharing_mode: 2",
-], defaults["options"]
+assert defaults["options"] == ["weight_cache_enabled: 0", "workspace_sharing_mode: 2"], defaults["options"]
 assert cached["options"][0] == "weight_cache_enabled: 1"
 assert option_runs["workspace sharing 0"]["options"][1] == "workspace_sharing_mode: 0"
 assert option_runs["workspace sharing 1"]["options"][1] == "workspace_sharing_mode: 1"
 # Memory is what the options change, and memory does not depend on the machine's load.
-weights_saved = (
-    defaults["resident after loading MiB"] - cached["resident after loading MiB"]
-)
-workspace_saved = (
-    option_runs["workspace sharing 0"]["resident after running MiB"]
-    - defaults["resident after running MiB"]
-)
-per_program_saved = (
-    option_runs["workspace sharing 0"]["resident after running MiB"]
-    - option_runs["workspace sharing 1"]["resident after running MiB"]
-)
+after_running = {name: run["resident after running MiB"] for name, run in option_runs.items()}
+weights_saved = defaults["resident after loading MiB"] - cached["resident after loading MiB"]
+workspace_saved = after_running["workspace sharing 0"] - after_running["defaults"]
+per_program_saved = after_running["workspace sharing 0"] - after_running["workspace sharing 1"]
 assert weights_saved > 5, f"the weight cache saved {weights_saved:.1f} MiB only"
-assert workspace_saved > 1, (
-    f"global workspace sharing saved {workspace_saved:.1f} MiB only"
-)
+assert workspace_saved > 1, f"global workspace sharing saved {workspace_saved:.1f} MiB only"
 facts.record("default_options", ", ".join(defaults["options"]))
 facts.record("weights_saved_mib", weights_saved, f"{weights_saved:.1f} MiB")
 facts.record("workspace_saved_mib", workspace_saved, f"{workspace_saved:.1f} MiB")
-facts.record(
-    "per_program_saved_mib", abs(per_program_saved), f"{abs(per_program_saved):.1f} MiB"
-)
+facts.record("per_program_saved_mib", abs(per_program_saved), f"{abs(per_program_saved):.1f} MiB")
 from xnnguide.core import timings
 
-for key, run, setting in (
-    ("cached_second_load_ms", cached, "weight cache on"),
-    ("default_second_load_ms", defaults, "default options"),
-):
-    timings.record_latency(
-        key,
-        run["second load ms"],
-        subject=f"loading a second copy of the MobileNet V2 fp32 .pte in C++, {setting}",
-        threads=threads,
-        batch=None,
-        load=hold["load"],
-        digits=1,
-    )
+for key, run, setting in (("cached_second_load_ms", cached, "weight cache on"),
+                          ("default_second_load_ms", defaults, "default options")):
+    timings.record_latency(key, run["second load ms"], threads=threads, batch=None, load=hold["load"], digits=1,
+                           subject=f"loading a second copy of the MobileNet V2 fp32 .pte in C++, {setting}")
+conditions = timings.conditions(threads, None)
 timings.record_timing_table(
     "backend_options",
-    [
-        "Setting (two copies of the fp32 program)",
-        "Options the backend reports",
-        f"First load ({timings.conditions(threads, None)})",
-        f"Second load ({timings.conditions(threads, None)})",
-        "Resident after both loads",
-        "Resident after running",
-    ],
-    [
-        [
-            name,
-            ", ".join(run["options"]),
-            timings.latency_cell(run["first load ms"], hold["load"], 1),
-            timings.latency_cell(run["second load ms"], hold["load"], 1),
-            f"{run['resident after loading MiB']:.1f} MiB",
-            f"{run['resident after running MiB']:.1f} MiB",
-        ]
-        for name, run in option_runs.items()
-    ],
+    ["Setting (two copies of the fp32 program)", "Options the backend reports", f"First load ({conditions})",
+     f"Second load ({conditions})", "Resident after both loads", "Resident after running"],
+    [[name, ", ".join(run["options"]), timings.latency_cell(run["first load ms"], hold["load"], 1),
+      timings.latency_cell(run["second load ms"], hold["load"], 1), f"{run['resident after loading MiB']:.1f} MiB",
+      f"{run['resident after running MiB']:.1f} MiB"] for name, run in option_runs.items()],
     timed=[{"kind": "latency", "subject": f"loading the MobileNet V2 fp32 .pte in C++, {which}, {name}",
             "threads": threads, "batch": None}
            for name in option_runs for which in ("first copy", "second copy")],
@@ -290,8 +254,6 @@ print("option keys in the library:", ", ".join(option_keys))
 # [end cpp_option_keys]
 
 # sphinx_gallery_start_ignore
-assert option_keys[:2] == ["weight_cache_enabled", "workspace_sharing_mode"], (
-    option_keys
-)
+assert option_keys[:2] == ["weight_cache_enabled", "workspace_sharing_mode"], option_keys
 facts.record("xnnpack_option_keys", ", ".join(option_keys))
 # sphinx_gallery_end_ignore

@@ -1,0 +1,65 @@
+"""Every recipe is one idea a reader reads in one sitting: at most 300 lines, at most a quarter of them hidden."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import SNIPPETS
+
+from xnnguide.core.reader_code import MAX_HIDDEN_SHARE, MAX_RECIPE_LINES, hidden_line_count, size_problems
+from xnnguide.core.recipes import recipe_files, shown
+
+pytestmark = pytest.mark.static
+
+HIDDEN = "# sphinx_gallery_start_ignore\n{body}# sphinx_gallery_end_ignore\n"
+
+
+def write(tmp_path, visible: int, hidden_body: int):
+    path = tmp_path / "recipe.py"
+    path.write_text("x = 1\n" * visible + HIDDEN.format(body="y = 2\n" * hidden_body), encoding="utf-8")
+    return path
+
+
+def test_hidden_lines_are_those_between_the_markers():
+    text = "a = 1\n" + HIDDEN.format(body="b = 2\n" * 3) + "c = 3\n" + HIDDEN.format(body="")
+    assert hidden_line_count(text) == 3
+
+
+def test_a_recipe_at_both_limits_passes(tmp_path):
+    hidden = int(MAX_RECIPE_LINES * MAX_HIDDEN_SHARE)  # 75 of 300
+    assert size_problems(write(tmp_path, MAX_RECIPE_LINES - hidden - 2, hidden)) == []
+
+
+def test_one_line_over_either_limit_is_reported(tmp_path):
+    assert size_problems(write(tmp_path, 300 - 75 - 2 + 1, 75), "r.py") == [
+        "r.py: recipe size: 301 lines, over 300; split it by topic"]
+    assert size_problems(write(tmp_path, 300 - 76 - 2, 76), "r.py") == [
+        "r.py: recipe size: 76 of 300 lines hidden (25.3%), over 25%; hidden blocks hold the page's claims only"]
+
+
+#: Recipes over a limit on the day the limits came (issue 51), not split yet. The list only shrinks: a recipe in it
+#: that fits fails the test below until its line goes, and a recipe not in it must fit.
+NOT_SPLIT_YET = {
+    "snippets/lowering/compare_lowering_with_and_without_transform_passes.py",
+    "snippets/performance/benchmark_xnnpack_speedup.py",
+    "snippets/performance/build_and_run_pte_from_cpp.py",
+    "snippets/performance/profile_pte_from_cpp_with_etdump.py",
+    "snippets/performance/run_pte_on_arm_under_qemu.py",
+    "snippets/quantization/quantize_crepe_pitch_tracker.py",
+    "snippets/quantization/quantize_digits_cnn_accuracy.py",
+    "snippets/quantization/quantize_digits_cnn_mixed_precision.py",
+    "snippets/quantization/quantize_llm_8da4w.py",
+    "snippets/quantization/remove_int8_conversions_from_crepe_tiny.py",
+}
+
+
+def test_no_recipe_is_too_long_or_too_hidden():
+    recipes = {shown(path): path for path in recipe_files(SNIPPETS)}
+    problems = [problem for name, path in recipes.items() if name not in NOT_SPLIT_YET
+                for problem in size_problems(path, name)]
+    assert not problems, f"{len(problems)} recipe size problem(s):\n" + "\n".join(problems)
+
+
+def test_the_list_of_recipes_not_split_yet_only_shrinks():
+    recipes = {shown(path): path for path in recipe_files(SNIPPETS)}
+    fitting = sorted(name for name in NOT_SPLIT_YET if name not in recipes or not size_problems(recipes[name]))
+    assert not fitting, f"gone or within the limits now, take them off NOT_SPLIT_YET: {fitting}"
