@@ -80,7 +80,7 @@ def pytest_collection_modifyitems(items):
 # ---------------------------------------------------------------- a page as a reader copies it
 
 #: Pages that walk a reader through recipes, block after block, and those recipes (under snippets/): pasted in
-#: page order they must leave no name undefined (tests/test_reader_code.py), and run (tests/test_walk_throughs.py).
+#: page order they must leave no name undefined (tests/static/test_reader_code.py), and run (tests/reader/test_walk_throughs.py).
 WALKED_THROUGH = {
     "tutorial/get_started.md": ["lowering/lower_mobilenet_v2_fp32.py"],
     "guides/export_recipes.md": ["lowering/export_with_xnnpack_recipe_types.py",
@@ -114,7 +114,7 @@ def pasted_in_page_order(page: Path, recipe: Path | None = None) -> tuple[str, s
 
 # ---------------------------------------------------------------- a reader's run
 # A reader has only the public packages: a new interpreter in an empty folder, this checkout off sys.path
-# (no PYTHONPATH), so xnnguide cannot be imported (tests/test_reader_runs.py proves it cannot).
+# (no PYTHONPATH), so xnnguide cannot be imported (tests/reader/test_reader_runs.py proves it cannot).
 
 #: How long each reader run took, one file per run (the runs may go in parallel).
 READER_RUN_TIMES = ROOT / "_build" / "reader-runs"

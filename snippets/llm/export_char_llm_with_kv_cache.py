@@ -283,5 +283,5 @@ assert results["fp32"][0] < 0.6 * unigram_perplexity, (results, unigram_perplexi
 assert results["fp32"][2] == steps, "the fp32 .pte strays from eager fp32"
 assert results[scheme][3] < 0.5 * results["fp32"][3], results
 facts.record("unigram_perplexity", unigram_perplexity, f"{unigram_perplexity:.1f}")
-facts.record("modules", modules, ", ".join(modules))  # tests/test_llm_pages.py: the same text as the Llama
+facts.record("modules", modules, ", ".join(modules))  # tests/site_build/test_llm_pages.py: the same text as the Llama
 # sphinx_gallery_end_ignore

@@ -205,7 +205,7 @@ cmake_version = subprocess.run(
 facts.record("cmake_version", cmake_version)
 # A change to the runner's sources runs this recipe again:
 # xnnguide_depends_on = cpp_runner/main.cpp cpp_runner/CMakeLists.txt
-# The sources this run compiled; tests/test_cpp_runner.py compares them with the checkout.
+# The sources this run compiled; tests/site_build/test_cpp_runner.py compares them with the checkout.
 for source_file in ("main.cpp", "CMakeLists.txt"):
     digest = hashlib.sha256((source_dir / source_file).read_bytes()).hexdigest()
     facts.record(source_file.replace(".", "_").lower() + "_sha256", digest)

@@ -4,7 +4,7 @@ For each page of ``WALKED_THROUGH`` (``conftest.py``) and each recipe it walks t
 joined in page order, run as one script the way a reader with only the public packages runs them (a fresh
 interpreter in an empty folder, without ``xnnguide``: ``conftest.run_as_reader``), and must write a ``.pte``.
 The README's example is checked to be how the pasted tutorial begins, so that run covers it too.
-``tests/test_reader_code.py`` reads the same walk-throughs for undefined names before anything runs.
+``tests/static/test_reader_code.py`` reads the same walk-throughs for undefined names before anything runs.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The AOT compiler page against the script it offers: every option described, the script a public download.
 
-Static: the script is read as a syntax tree, never run (``tests/test_aot_compiler.py`` runs it).
+Static: the script is read as a syntax tree, never run (``tests/site_build/test_aot_compiler.py`` runs it).
 """
 
 from __future__ import annotations
