@@ -45,7 +45,7 @@ GROUP_SIZE_8DA4W = 32
 #: The fp32 program: ``--quantize none``.
 NONE = Scheme("none", "no quantization: the fp32 program", quantized=False)
 
-#: Scheme name -> scheme; the names :func:`quantize` accepts.
+#: Scheme name -> scheme: one row each in the Quantization page's scheme table.
 SCHEMES: dict[str, Scheme] = {scheme.name: scheme for scheme in (
     Scheme("int8-static",
            "PT2E static int8: activations calibrated ahead of time, per-channel int8 weights"),
