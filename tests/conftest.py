@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from xnnguide.core import reader_code
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 SNIPPETS = ROOT / "snippets"
@@ -79,16 +81,22 @@ def pytest_collection_modifyitems(items):
 
 # ---------------------------------------------------------------- a page as a reader copies it
 
-#: Pages that walk a reader through recipes, block after block, and those recipes (under snippets/): pasted in
-#: page order they must leave no name undefined (tests/static/test_reader_code.py), and run (tests/reader/test_walk_throughs.py).
-WALKED_THROUGH = {
-    "tutorial/get_started.md": ["lowering/lower_mobilenet_v2_fp32.py"],
-    "guides/export_recipes.md": ["lowering/export_with_xnnpack_recipe_types.py",
-                                 "lowering/add_transform_passes_to_an_xnnpack_recipe.py"],
-}
+#: Pages that walk a reader through recipes, and those recipes: one source, the rule that proves each walk-through
+#: pasted in page order is the build's run (xnnguide.core.reader_code.walk_through_problems, run by `make check`).
+WALKED_THROUGH = reader_code.WALKED_THROUGH
 
 _INCLUDE = re.compile(r"^```\{literalinclude\}\s+(\S+)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 _TYPED = re.compile(r"^```(?:python|\{code-cell\}\s*python)\n(.*?)^```", re.DOTALL | re.MULTILINE)
+
+
+def statements(code: str) -> list[str]:
+    """The top-level statements of *code*, as AST dumps (comments and layout do not count), less a docstring."""
+    import ast
+
+    body = ast.parse(code).body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    return [ast.dump(node) for node in body]
 
 
 def pasted_in_page_order(page: Path, recipe: Path | None = None) -> tuple[str, set[Path]]:
