@@ -588,16 +588,24 @@ def walk_through_problems(page: Path, recipe: Path, shown_page: str | None = Non
         shown_lines |= set(range(region.start_line + 1, region.end_line))
     if not shown_lines:
         return problems + [f"{shown_page}:1: walk-through: shows no region of {shown_recipe}"]
+    return problems + left_out_problems(text, shown_lines, shown_recipe, shown_page, "walk-through")
+
+
+def left_out_problems(text: str, shown_lines: set[int], shown_recipe: str, shown_page: str, rule: str) -> list[str]:
+    """``recipe:line: <rule>: ...`` for each statement of the recipe *text* outside *shown_lines* that runs before
+    shown code and binds, imports or changes what the shown code uses (:func:`walk_through_problems`, step 3);
+    also for each statement *shown_lines* cut in two."""
     try:
         tree = ast.parse(text, filename=shown_recipe)
     except SyntaxError:
-        return problems  # recipe_problems reports what does not parse
+        return []  # recipe_problems reports what does not parse
+    problems = []
     statements = [node for node in tree.body if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))]
     shown = []
     for statement in statements:
         lines = set(range(statement.lineno, (statement.end_lineno or statement.lineno) + 1))
         if lines & shown_lines and not lines <= shown_lines:
-            problems.append(f"{shown_recipe}:{statement.lineno}: walk-through: {shown_page} shows part of this "
+            problems.append(f"{shown_recipe}:{statement.lineno}: {rule}: {shown_page} shows part of this "
                             "statement: a region must hold whole statements")
         shown.append(bool(lines & shown_lines))
     last_shown = max(index for index, is_shown in enumerate(shown) if is_shown)
@@ -637,7 +645,7 @@ def walk_through_problems(page: Path, recipe: Path, shown_page: str | None = Non
                     aliases |= {name.id for target in getattr(node, "targets", [getattr(node, "target", None)])
                                 for name in ast.walk(target) if isinstance(name, ast.Name)}
         if what:
-            problems.append(f"{shown_recipe}:{statement.lineno}: walk-through: {shown_page} leaves out this "
+            problems.append(f"{shown_recipe}:{statement.lineno}: {rule}: {shown_page} leaves out this "
                             f"statement, which runs before shown code and {'; '.join(dict.fromkeys(what))}: the "
                             "reader's run would differ from the build's")
     return problems
