@@ -67,11 +67,14 @@ def built_site() -> Path:
 
 # ---------------------------------------------------------------- order of the files
 
-#: The test files that run longest, longest first (seconds of work in a CI run of 2026-12-06: about 300, 230,
-#: 150, 50, 40). make test hands whole files to its two workers in collection order (pytest-xdist's
-#: ``--dist loadfile --no-loadscope-reorder``); started last, a file of minutes would run on one worker
-#: while the other idles. The rest follow in pytest's own order.
-LONGEST_FILES = ["test_browser.py", "test_walk_throughs.py", "test_aot_compiler.py", "test_reader_runs.py"]
+#: The test files that run longest, longest first (seconds of work, measured one file at a time on a loaded
+#: 2-core machine on 2026-12-07: browser about 300 in CI, then about 60, 50, 40, 35, 35, 30, 30, 15). make test
+#: hands whole files to its two workers in this order (pytest-xdist's ``--dist loadfile --no-loadscope-reorder``),
+#: each worker taking the next file as it runs out: longest first, so that no file of a minute starts last while
+#: the other worker idles. The rest follow in pytest's own order.
+LONGEST_FILES = ["test_browser.py", "test_isolation.py", "test_walk_throughs.py", "test_aot_compiler.py",
+                 "test_build_cache.py", "test_build_steps.py", "test_new_recipe.py", "test_rendering.py",
+                 "test_reader_runs.py"]
 
 
 def pytest_collection_modifyitems(items):
