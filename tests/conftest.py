@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from xnnguide.core import reader_code
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 SNIPPETS = ROOT / "snippets"
@@ -65,11 +67,14 @@ def built_site() -> Path:
 
 # ---------------------------------------------------------------- order of the files
 
-#: The test files that run longest, longest first (seconds of work in a CI run of 2026-12-06: about 300, 230,
-#: 150, 50, 40). make test hands whole files to its two workers in collection order (pytest-xdist's
-#: ``--dist loadfile --no-loadscope-reorder``); started last, a file of minutes would run on one worker
-#: while the other idles. The rest follow in pytest's own order.
-LONGEST_FILES = ["test_browser.py", "test_walk_throughs.py", "test_aot_compiler.py", "test_reader_runs.py"]
+#: The test files that run longest, longest first (seconds of work, measured one file at a time on a loaded
+#: 2-core machine on 2026-12-07: browser about 300 in CI, then about 60, 50, 40, 35, 35, 30, 30, 15). make test
+#: hands whole files to its two workers in this order (pytest-xdist's ``--dist loadfile --no-loadscope-reorder``),
+#: each worker taking the next file as it runs out: longest first, so that no file of a minute starts last while
+#: the other worker idles. The rest follow in pytest's own order.
+LONGEST_FILES = ["test_browser.py", "test_isolation.py", "test_walk_throughs.py", "test_aot_compiler.py",
+                 "test_build_cache.py", "test_build_steps.py", "test_new_recipe.py", "test_rendering.py",
+                 "test_reader_runs.py"]
 
 
 def pytest_collection_modifyitems(items):
@@ -79,16 +84,22 @@ def pytest_collection_modifyitems(items):
 
 # ---------------------------------------------------------------- a page as a reader copies it
 
-#: Pages that walk a reader through recipes, block after block, and those recipes (under snippets/): pasted in
-#: page order they must leave no name undefined (tests/static/test_reader_code.py), and run (tests/reader/test_walk_throughs.py).
-WALKED_THROUGH = {
-    "tutorial/get_started.md": ["lowering/lower_mobilenet_v2_fp32.py"],
-    "guides/export_recipes.md": ["lowering/export_with_xnnpack_recipe_types.py",
-                                 "lowering/add_transform_passes_to_an_xnnpack_recipe.py"],
-}
+#: Pages that walk a reader through recipes, and those recipes: one source, the rule that proves each walk-through
+#: pasted in page order is the build's run (xnnguide.core.reader_code.walk_through_problems, run by `make check`).
+WALKED_THROUGH = reader_code.WALKED_THROUGH
 
 _INCLUDE = re.compile(r"^```\{literalinclude\}\s+(\S+)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 _TYPED = re.compile(r"^```(?:python|\{code-cell\}\s*python)\n(.*?)^```", re.DOTALL | re.MULTILINE)
+
+
+def statements(code: str) -> list[str]:
+    """The top-level statements of *code*, as AST dumps (comments and layout do not count), less a docstring."""
+    import ast
+
+    body = ast.parse(code).body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    return [ast.dump(node) for node in body]
 
 
 def pasted_in_page_order(page: Path, recipe: Path | None = None) -> tuple[str, set[Path]]:

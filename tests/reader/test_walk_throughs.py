@@ -1,33 +1,46 @@
-"""Every page that walks a reader through a recipe runs as the reader pastes it.
+"""The tutorial, pasted in page order, runs for a reader: the witness of the rule that spares the other runs.
 
-For each page of ``WALKED_THROUGH`` (``conftest.py``) and each recipe it walks through, that recipe's blocks,
-joined in page order, run as one script the way a reader with only the public packages runs them (a fresh
-interpreter in an empty folder, without ``xnnguide``: ``conftest.run_as_reader``), and must write a ``.pte``.
-The README's example is checked to be how the pasted tutorial begins, so that run covers it too.
-``tests/static/test_reader_code.py`` reads the same walk-throughs for undefined names before anything runs.
+A reader pastes a walk-through's blocks in page order and runs them. For every page of ``WALKED_THROUGH``
+(``xnnguide.core.reader_code``) the rule ``walk_through_problems`` proves, without running anything, that this is
+the code the build ran, in the build's order, and that nothing the page leaves out (hidden blocks, visible code it
+does not show) binds, imports or changes what the shown code uses before it runs; ``make check`` and CI's drift
+phase run it, and ``tests/static/test_reader_code.py`` shows it failing. The build ran every recipe and it passed
+(``test_recipes_ran.py``), so each walk-through passes for a reader too, and none is run twice (issue 51).
+
+One stays, the tutorial, the first thing a newcomer pastes: it runs as a reader with only the public packages
+runs it (a fresh interpreter in an empty folder, without ``xnnguide``: ``conftest.run_as_reader``) and must write
+a ``.pte``. It witnesses what the static rule takes as given: a reader's interpreter, folder and packages run the
+build's code as the build did. The README's example is checked to be how the pasted tutorial begins, so that run
+covers it too. ``tests/static/test_reader_code.py`` reads the same walk-throughs for undefined names.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, WALKED_THROUGH, pasted_in_page_order, reader_environment, run_as_reader
+from conftest import ROOT, WALKED_THROUGH, pasted_in_page_order, reader_environment, run_as_reader, statements
 
+from xnnguide.core.reader_code import walk_through_problems
 from xnnguide.core.regions import copied_blocks
 
 pytestmark = pytest.mark.build
 
-#: Every walk-through of WALKED_THROUGH: a page and one recipe it walks through, whose blocks, pasted in page order,
-#: run here as one script (a page that walks through two recipes, like the LLM guide, is two walk-throughs).
+#: Every walk-through of WALKED_THROUGH: a page and one recipe it walks through (a page that walks through two
+#: recipes, like the export-recipes guide, is two walk-throughs).
 WALK_THROUGHS = [(page, recipe) for page, recipes in WALKED_THROUGH.items() for recipe in recipes]
+#: The walk-through that runs here, pasted in page order: the tutorial's.
+PASTED_RUN = ("tutorial/get_started.md", "lowering/lower_mobilenet_v2_fp32.py")
 
 
-@pytest.mark.parametrize(("page", "recipe"), WALK_THROUGHS)
+def test_the_pasted_run_is_a_walk_through():
+    assert PASTED_RUN in WALK_THROUGHS, f"{PASTED_RUN} is not in WALKED_THROUGH: the rule would not cover it"
+
+
+@pytest.mark.parametrize(("page", "recipe"), [PASTED_RUN])
 def test_a_page_that_walks_through_a_recipe_runs_pasted_in_page_order(tmp_path, page, recipe):
     code, sources = pasted_in_page_order(ROOT / "docs" / page, ROOT / "snippets" / recipe)
     assert sources == {ROOT / "snippets" / recipe}, f"docs/{page} shows no region of {recipe}"
@@ -40,26 +53,24 @@ def test_a_page_that_walks_through_a_recipe_runs_pasted_in_page_order(tmp_path, 
 
 
 def test_pasting_a_page_in_order_fails_when_a_block_comes_before_what_it_needs(tmp_path):
-    # The check can fail: the tutorial with its lowering block moved above the model block.
-    page = (ROOT / "docs" / "tutorial" / "get_started.md").read_text(encoding="utf-8")
-    model, lower = (re.search(rf'^```\{{literalinclude\}}[^\n]*\n:language: python\n:start-after: "# \[start {name}\]"'
-                              r"\n.*?^```\n", page, re.DOTALL | re.MULTILINE).group(0) for name in ("model", "lower"))
-    swapped = tmp_path / "docs" / "tutorial" / "get_started.md"  # its includes name ../../snippets
-    swapped.parent.mkdir(parents=True)
-    swapped.write_text(page.replace(model, "\x00").replace(lower, model).replace("\x00", lower), encoding="utf-8")
-    (tmp_path / "snippets").symlink_to(ROOT / "snippets")
-    code, _ = pasted_in_page_order(swapped)
+    # The check can fail: a page that shows a recipe's second block above its first, pasted and run by the same
+    # set-up as the tutorial. The recipe is two lines, so that the failure costs no import of torch;
+    # tests/static/test_reader_code.py shows the static rule reporting the same swap at the page's line.
+    recipe = tmp_path / "snippets" / "task" / "two_steps.py"
+    recipe.parent.mkdir(parents=True)
+    recipe.write_text("# [start model]\nwidth = 2\n# [end model]\n\n# [start lower]\nprint(width * 2)\n"
+                      "# [end lower]\n", encoding="utf-8")
+    page = tmp_path / "docs" / "guides" / "two_steps.md"
+    page.parent.mkdir(parents=True)
+    page.write_text("".join(f'```{{literalinclude}} ../../snippets/task/two_steps.py\n:language: python\n'
+                            f':start-after: "# [start {name}]"\n:end-before: "# [end {name}]"\n```\n\n'
+                            for name in ("lower", "model")), encoding="utf-8")
+    code, sources = pasted_in_page_order(page, recipe)
+    assert sources == {recipe} and code.index("print(width") < code.index("width = 2")
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=reader_environment(),
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "NameError" in done.stderr, done.stderr[-1000:]
-
-
-def statements(code: str) -> list[str]:
-    """The top-level statements of *code*, as ASTs (comments and layout do not count), less a docstring."""
-    body = ast.parse(code).body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]
-    return [ast.dump(node) for node in body]
+    assert walk_through_problems(page, recipe), "the static rule misses the swap"
 
 
 def test_readme_example_is_how_the_tutorial_pasted_in_page_order_begins():

@@ -170,16 +170,20 @@ def test_the_default_output_is_named_after_the_model_and_mode(compiler, folder, 
     assert (folder / "linear_xnnpack_int8-dynamic.pte").is_file()
 
 
+def test_help_says_how_to_call_it(compiler, capsys):
+    status, out, err = run(compiler, capsys, "--help")
+    assert status == 0 and out.startswith("usage: xnnpack_aot_compile.py"), err
+
+
 def test_a_reader_runs_it_alone(tmp_path):
-    """In a folder holding only the script, with a Python that has the packages and no xnnguide."""
+    """In a folder holding only the script, with a Python that has the packages and no xnnguide: one run, which
+    imports everything the script imports at its top (a new interpreter costs seconds of imports)."""
     (tmp_path / SCRIPT.name).write_bytes(SCRIPT.read_bytes())
 
     def shell(*argv):
         return subprocess.run([sys.executable, SCRIPT.name, *argv], cwd=tmp_path, env=reader_environment(),
                               capture_output=True, text=True, timeout=300)
 
-    help_ = shell("--help")
-    assert help_.returncode == 0 and help_.stdout.startswith("usage: xnnpack_aot_compile.py"), help_.stderr
     refused = shell("--model", "mobilenet_v4")
     assert refused.returncode == 2 and refused.stdout == ""
     assert refused.stderr == PREFIX + "mobilenet_v4: no torchvision model of that name\n"

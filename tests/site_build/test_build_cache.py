@@ -5,6 +5,8 @@ Each test works on a throwaway copy of the site with two tiny recipes (see
 (the run hook of ``runs``, the start and end of ``build``), edits files,
 rebuilds, and reads which recipes ran from the executions log (written by the
 recipe hook) and from the build's plan of what it ran (``_records/build.json``).
+A recipe over its time budget, and what a rebuild runs after it failed, are
+tested with the other failing recipes in ``test_isolation.py``, in one build.
 """
 
 from __future__ import annotations
@@ -141,40 +143,3 @@ def test_a_changed_package_version_reruns_every_recipe(site):
     shutil.rmtree(fake)
     assert_built(build(site))
     assert ran(site) == {"tiny_alpha": 1, "tiny_beta": 1}
-
-
-SLOW = '''"""
-Tiny slow
-=========
-
-Sleeps past its time budget.
-"""
-
-import time
-
-time.sleep(3)
-
-# sphinx_gallery_start_ignore
-# xnnguide_budget_seconds = 1
-# sphinx_gallery_end_ignore
-'''
-
-
-def test_a_recipe_over_its_time_budget_fails_the_build_naming_it(site):
-    (site / "snippets" / "tiny_slow.py").write_text(SLOW)
-    result = build(site)
-    output = result.stdout + result.stderr
-    assert result.returncode != 0, "a recipe over its budget passed the build"
-    # Stopped at its budget, not when it ends, and named at the line it was at.
-    assert "snippets/tiny_slow.py:10: recipe: stopped after 1 s (its time budget) while at time.sleep(3)" in output, (
-        output[-3000:])
-    assert ran(site) == {"tiny_slow": 1}
-    record = run_record(site, "tiny_slow")
-    assert record["status"] == "failed" and record["budget_seconds"] == 1
-    assert not (site / "docs" / "gallery" / "tiny_slow.py.md5").exists()
-    assert (site / "_build" / "html" / "gallery" / "tiny_slow.html").is_file(), "its page was not written"
-    # Given the time it needs, it runs again (its last run failed) and passes.
-    touch_text(site / "snippets" / "tiny_slow.py", "budget_seconds = 1", "budget_seconds = 30")
-    assert_built(build(site))
-    assert ran(site) == {"tiny_slow": 1}
-    assert run_record(site, "tiny_slow")["status"] == "passed"

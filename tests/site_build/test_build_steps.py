@@ -1,8 +1,8 @@
 """Build steps (xnnguide.site.build_steps) run like recipes, out of the gallery.
 
-Each test adds a tiny build step to a copy of the tiny site (``sitecopy.py``) that other test files build
-too, builds it with the real ``conf.py`` and reads what happened from the step's run record, its facts,
-``_records/build.json`` and the built page that quotes it.
+The tests add a tiny build step to a copy of the tiny site (``sitecopy.py``) that other test files build
+too, build it with the real ``conf.py`` (once for the tests that read the same first build) and read what
+happened from the step's run record, its facts, ``_records/build.json`` and the built page that quotes it.
 """
 
 from __future__ import annotations
@@ -38,10 +38,8 @@ divide(1, 0)  # OWN
 '''
 
 
-@pytest.fixture
-def site(tmp_path_factory, tmp_path) -> Path:
-    """A private copy of the built tiny site with one build step, ``tiny_table``, that its notes page quotes."""
-    root = copy_site(built_once(tmp_path_factory, "tiny-site", make_and_build), tmp_path)
+def add_step(root: Path) -> Path:
+    """Give the site in *root* one build step, ``tiny_table``, that its notes page quotes."""
     (root / "docs" / "build_steps").mkdir()
     (root / "docs" / "build_steps" / "tiny_table.py").write_text(STEP.format(rows=3))
     with (root / "docs" / "notes.md").open("a") as notes:
@@ -49,12 +47,27 @@ def site(tmp_path_factory, tmp_path) -> Path:
     return root
 
 
+@pytest.fixture(scope="module")
+def stepped(tmp_path_factory) -> Path:
+    """A copy of the built tiny site with the build step ``tiny_table``, built once; only read (a test that
+    rebuilds works on a copy of it)."""
+    root = add_step(copy_site(built_once(tmp_path_factory, "tiny-site", make_and_build), tmp_path_factory.mktemp("steps")))
+    assert_built(build(root))
+    return root
+
+
+@pytest.fixture
+def site(tmp_path_factory, tmp_path) -> Path:
+    """A private copy of the built tiny site with the build step ``tiny_table``, not built since it was added."""
+    return add_step(copy_site(built_once(tmp_path_factory, "tiny-site", make_and_build), tmp_path))
+
+
 def _page_text(root: Path) -> str:
     return re.sub(r"<[^>]+>", "", (root / "_build" / "html" / "notes.html").read_text())
 
 
-def test_a_build_step_runs_in_a_process_of_its_own_and_a_page_quotes_its_facts(site):
-    assert_built(build(site))
+def test_a_build_step_runs_in_a_process_of_its_own_and_a_page_quotes_its_facts(stepped):
+    site = stepped
     summary = build_summary(site)
     assert summary["build_steps"] == ["tiny_table"], summary
     assert "tiny_table" not in summary["ran"], "sphinx-gallery ran the build step as a recipe"
@@ -69,8 +82,9 @@ def test_a_build_step_runs_in_a_process_of_its_own_and_a_page_quotes_its_facts(s
     assert not pages, f"the build step has gallery files: {pages}"
 
 
-def test_a_build_step_reruns_only_when_it_changed(site):
-    assert_built(build(site))
+def test_a_build_step_reruns_only_when_it_changed(stepped, tmp_path):
+    assert build_summary(stepped)["build_steps"] == ["tiny_table"], "the first build did not run the step"
+    site = copy_site(stepped, tmp_path)
     assert_built(build(site))
     assert build_summary(site)["build_steps"] == [], "an unchanged build step ran again"
     (site / "docs" / "build_steps" / "tiny_table.py").write_text(STEP.format(rows=4))

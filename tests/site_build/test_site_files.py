@@ -11,7 +11,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from conftest import DOCS, GALLERY, SNIPPETS, soup
+from conftest import DOCS, GALLERY, SNIPPETS, soup, statements
 
 from xnnguide.core.reader_code import reader_source
 from xnnguide.core.recipes import recipe_files
@@ -79,6 +79,9 @@ def test_every_recipe_page_offers_the_reader_copy_as_py_ipynb_and_zip(built_site
         assert code, f"{found['.ipynb'][0]} has no code"
         leaks = [cell for cell in code if SITE_LINES.search(cell)]
         assert not leaks, f"{found['.ipynb'][0]} carries the site's own lines:\n{leaks[0]}"
+        # Statement for statement the reader copy, so the one notebook that runs (test_reader_runs.py) speaks for all.
+        assert statements("\n".join(code)) == statements(expected), (
+            f"{found['.ipynb'][0]}'s code is not the reader copy of {source}")
         with zipfile.ZipFile(page.parent / found[".zip"][0]) as archive:
             assert archive.read(source.name).decode() == expected, f"{found['.zip'][0]} holds another {source.name}"
             assert not SITE_LINES.search(archive.read(f"{source.stem}.ipynb").decode())

@@ -7,15 +7,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, WALKED_THROUGH, pasted_in_page_order
+from conftest import ROOT, pasted_in_page_order
 
 from xnnguide.core.reader_code import (
     HIDDEN_IMPORTS_NOT_MOVED_YET,
     PRIVATE_ALLOWED,
+    WALKED_THROUGH,
     ReaderCodeError,
     check,
     reader_lines,
     reader_source,
+    walk_through_problems,
+    walked_through,
 )
 from xnnguide.core.regions import read_regions
 
@@ -264,3 +267,148 @@ def _hidden_spans(text: str) -> list[tuple[int, int]]:
         elif start is not None:
             spans.append((start, marker.start()))
     return spans
+
+
+# ---------------------------------------------------------------- walk-throughs: the build's run is the reader's
+
+WALK_RECIPE = '''"""
+A walked-through recipe
+=======================
+"""
+
+# [start model]
+import torch
+
+model = torch.nn.Linear(2, 2)
+# [end model]
+
+# HIDDEN
+
+# [start run]
+print(model(torch.ones(1, 2)))
+# [end run]
+
+# sphinx_gallery_start_ignore
+from xnnguide.core import facts
+
+model.train()
+facts.record("weights", model.weight.numel())
+# sphinx_gallery_end_ignore
+'''
+
+WALK_PAGE = """# A walk-through
+
+```{literalinclude} ../../snippets/task/walked.py
+:language: python
+:start-after: "# [start model]"
+:end-before: "# [end model]"
+```
+
+Then run it:
+
+```{literalinclude} ../../snippets/task/walked.py
+:language: python
+:start-after: "# [start run]"
+:end-before: "# [end run]"
+```
+"""
+
+
+def walk_through(tmp_path: Path, hidden: str = "", page: str = WALK_PAGE) -> tuple[Path, Path]:
+    """A page ``docs/guides/walk.md`` that walks through ``snippets/task/walked.py``, whose left-out code between
+    the two shown regions is *hidden* (in an ignore block)."""
+    recipe = tmp_path / "snippets" / "task" / "walked.py"
+    recipe.parent.mkdir(parents=True)
+    block = f"# sphinx_gallery_start_ignore\n{hidden}# sphinx_gallery_end_ignore\n" if hidden else ""
+    recipe.write_text(WALK_RECIPE.replace("# HIDDEN\n", block), encoding="utf-8")
+    (tmp_path / "docs" / "guides").mkdir(parents=True)
+    return write(tmp_path / "docs" / "guides", "walk.md", page), recipe
+
+
+def line_in(path: Path, text: str) -> int:
+    return path.read_text(encoding="utf-8").splitlines().index(text) + 1
+
+
+def test_every_walk_through_of_the_site_runs_as_the_build_ran_it():
+    # The static proof that replaces re-running each walk-through (issue 51): tests/reader/test_walk_throughs.py
+    # runs the tutorial's only, as the rule's witness.
+    for page, recipes in WALKED_THROUGH.items():
+        assert walked_through(ROOT / "docs" / page) == [ROOT / "snippets" / recipe for recipe in recipes]
+        for recipe in recipes:
+            assert walk_through_problems(ROOT / "docs" / page, ROOT / "snippets" / recipe) == [], (page, recipe)
+
+
+def test_a_walk_through_whose_left_out_code_touches_nothing_shown_passes(tmp_path):
+    # Hidden code that records what the shown code made, with the site's helpers and the standard library, and a
+    # hidden tail that changes the model after the last shown block: neither changes the reader's run.
+    page, recipe = walk_through(tmp_path, "import json\n\nfrom xnnguide.core import facts\n\n"
+                                          "facts.record('size', model.weight.shape[0], json.dumps(2))\n")
+    assert walk_through_problems(page, recipe) == []
+
+
+@pytest.mark.parametrize(("hidden", "finding"), [
+    ("import executorch.kernels.quantized\n",
+     "imports executorch.kernels.quantized, which the shown code has not imported before it"),
+    ("from xnnguide.core import delegation\n",  # a site module that imports what the shown code does not
+     "imports executorch.exir.backend.utils, which the shown code has not imported before it"),
+    ("model = torch.nn.Linear(2, 2).eval()\n", "binds 'model', which the shown code reads at line"),
+    ("model.train()\n", "calls model.train()"),
+    ("torch.manual_seed(1)\n", "calls torch.manual_seed()"),
+    ("model.weight.data[0] = 0\n", "changes model.weight.data[0]"),
+    ("layer = model\nlayer.train()\n", "calls layer.train()"),
+    ("setattr(model, 'training', True)\n", "hands model to setattr()"),
+])
+def test_left_out_code_that_could_change_the_readers_run_is_reported_at_its_recipe_line(tmp_path, hidden, finding):
+    page, recipe = walk_through(tmp_path, hidden)
+    problems = walk_through_problems(page, recipe)
+    last = hidden.splitlines()[-1]
+    assert len(problems) == 1 and problems[0].startswith(f"{recipe}:{line_in(recipe, last)}: walk-through: "
+                                                        f"{page} leaves out this statement"), problems
+    assert finding in problems[0], problems
+
+
+def test_visible_code_a_page_leaves_out_is_left_out_code_too(tmp_path):
+    page, recipe = walk_through(tmp_path)
+    recipe.write_text(recipe.read_text(encoding="utf-8").replace("# [start run]", "model = model.double()\n\n"
+                                                                                  "# [start run]"), encoding="utf-8")
+    problems = walk_through_problems(page, recipe)
+    assert [problem.split(": walk-through:")[0] for problem in problems] == [
+        f"{recipe}:{line_in(recipe, 'model = model.double()')}"], problems
+
+
+def test_a_page_that_shows_regions_out_of_the_recipes_order_is_reported_at_its_line(tmp_path):
+    swapped = WALK_PAGE.replace("start model", "START").replace("end model", "END")
+    swapped = swapped.replace("start run", "start model").replace("end run", "end model")
+    swapped = swapped.replace("START", "start run").replace("END", "end run")
+    page, recipe = walk_through(tmp_path, page=swapped)
+    problems = walk_through_problems(page, recipe)
+    second = [n for n, line in enumerate(swapped.splitlines(), 1) if line.startswith("```{literalinclude}")][1]
+    assert problems == [f"{page}:{second}: walk-through: a block of {recipe} shows region 'model' after region 'run', "
+                        "which the recipe runs after it: pasted in page order, the code runs in another order than "
+                        "the build's"]
+
+
+def test_a_block_that_is_not_one_whole_region_is_reported(tmp_path):
+    page, recipe = walk_through(tmp_path, page=WALK_PAGE.replace(':end-before: "# [end run]"',
+                                                                 ':end-before: "# [end run]"\n:lines: 1'))
+    assert [problem.split(" with ")[1] for problem in walk_through_problems(page, recipe)] == [
+        ":lines:; show the region whole"]
+
+
+def test_make_check_runs_the_walk_through_rule_on_a_real_page(tmp_path):
+    # A scratch copy of the export-recipes guide and its first recipe, with a hidden seed between the two blocks
+    # the page shows: the checker's command names the recipe's line.
+    for page_or_recipe in ["docs/guides/export_recipes.md", *(f"snippets/{recipe}" for recipe in
+                                                                WALKED_THROUGH["guides/export_recipes.md"])]:
+        (tmp_path / page_or_recipe).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / page_or_recipe).write_bytes((ROOT / page_or_recipe).read_bytes())
+    recipe = tmp_path / "snippets" / WALKED_THROUGH["guides/export_recipes.md"][0]
+    text = recipe.read_text(encoding="utf-8")
+    recipe.write_text(text.replace("# [start one_call]", "# sphinx_gallery_start_ignore\ntorch.manual_seed(1)\n"
+                                   "# sphinx_gallery_end_ignore\n\n# [start one_call]", 1), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "xnnguide.core.reader_code", str(tmp_path / "docs")], cwd=ROOT,
+                          capture_output=True, text=True)
+    line = line_in(recipe, "torch.manual_seed(1)")
+    assert done.returncode == 1 and done.stdout.startswith(
+        f"{recipe}:{line}: walk-through: {tmp_path / 'docs/guides/export_recipes.md'} leaves out this statement, "
+        "which runs before shown code and calls torch.manual_seed()"), done.stdout

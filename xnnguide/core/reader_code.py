@@ -16,7 +16,9 @@ phones would scroll it sideways; prose is wrapped by the page), every line
 wider than that of the other files pages include (the C++ runner's), every region
 that shows a line the reader copy leaves out, and every page that
 ``literalinclude``s a file of the ``xnnguide`` package or imports it (pages
-under ``contributing/`` excepted).
+under ``contributing/`` excepted). For each page of ``WALKED_THROUGH`` it
+also proves that the page's blocks, pasted in page order, are the build's run
+(:func:`walk_through_problems`), so the tests need not run them again.
 """
 
 from __future__ import annotations
@@ -391,9 +393,261 @@ def check(paths: list[Path]) -> list[str]:
                 problems += recipe_problems(path, shown)
             elif path.suffix in (".md", ".rst"):
                 problems += page_problems(path, shown)
+                for recipe in walked_through(path):
+                    problems += walk_through_problems(path, recipe, shown, display(recipe))
                 shown_files |= {file for file in included_files(path) if file.is_file()}
     for file in sorted(shown_files):
         problems += wide_lines(file, display(file))
+    return problems
+
+
+# ------------------------------------------------------------- walk-throughs: the build's run is the reader's
+
+#: Pages that walk a reader through recipes, block after block, and those recipes (paths under ``docs/`` and
+#: ``snippets/``). A reader pastes a walk-through's blocks in page order and runs them; :func:`walk_through_problems`
+#: proves that this is the code the build ran, in the build's order, with nothing the page leaves out changing it.
+WALKED_THROUGH = {
+    "tutorial/get_started.md": ["lowering/lower_mobilenet_v2_fp32.py"],
+    "guides/export_recipes.md": ["lowering/export_with_xnnpack_recipe_types.py",
+                                 "lowering/add_transform_passes_to_an_xnnpack_recipe.py"],
+}
+#: Calls that code a page leaves out may make on the reader's names, because they read and change nothing.
+READ_ONLY_CALLS = {
+    "os.path.getsize": "reads a file's size",
+}
+#: literalinclude options that change which lines a block shows: the block would no longer be the region.
+_RESHAPING_OPTIONS = {"lines", "start-at", "end-at", "pyobject", "prepend", "append", "diff", "dedent"}
+_WALK_INCLUDE = re.compile(r"^```\{literalinclude\}\s+(\S+)\n(.*?)^```", re.DOTALL | re.MULTILINE)
+_OPTION = re.compile(r"^:([\w-]+):\s*(.*)$", re.MULTILINE)
+
+
+def _module_prefixes(module: str) -> set[str]:
+    parts = module.split(".")
+    return {".".join(parts[:end]) for end in range(1, len(parts) + 1)}
+
+
+def _imports(tree: ast.AST) -> list[tuple[int, str, list[str]]]:
+    """``(line, module, names)`` for every import in *tree*, at any depth (``names`` empty for ``import x``)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.append((node.lineno, node.module, [alias.name for alias in node.names]))
+    return found
+
+
+def _site_imports(module: str, seen: set[str] | None = None) -> set[str]:
+    """Every module outside the site's package that importing *module* of it, or calling its functions, can
+    import: the imports anywhere in its source, and in the site's modules it imports, transitively."""
+    seen = set() if seen is None else seen
+    if module in seen:
+        return set()
+    seen.add(module)
+    base = ROOT / Path(*module.split("."))
+    source = base.with_suffix(".py") if base.with_suffix(".py").is_file() else base / "__init__.py"
+    if not source.is_file():
+        return set()
+    found = set()
+    for _, name, names in _imports(ast.parse(source.read_text(encoding="utf-8"))):
+        for dotted in [name, *(f"{name}.{alias}" for alias in names)]:
+            if dotted == PACKAGE or dotted.startswith(_SITE_PREFIX):
+                found |= _site_imports(dotted, seen)
+            elif dotted == name:
+                found.add(name)
+    return found
+
+
+def _module_bindings(statement: ast.stmt) -> set[str]:
+    """The names *statement* binds in the module's scope: not those of the functions, lambdas and
+    comprehensions it defines, which have scopes of their own (a ``global`` in them counts)."""
+    bound, todo = set(), [statement]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+            todo += node.decorator_list + getattr(node, "bases", []) + [
+                default for default in getattr(getattr(node, "args", None), "defaults", [])]
+            bound |= {name for inner in ast.walk(node) if isinstance(inner, ast.Global) for name in inner.names}
+            continue
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {alias.asname or alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.NamedExpr):
+            bound.add(node.target.id)
+        todo += list(ast.iter_child_nodes(node))
+    return bound
+
+
+#: Built-in functions that change none of their arguments (``setattr`` and ``exec`` would).
+SAFE_BUILTINS = {"abs", "all", "any", "bool", "dict", "enumerate", "float", "format", "hasattr", "hash", "id", "int",
+                 "isinstance", "len", "list", "max", "min", "print", "range", "repr", "round", "set", "sorted", "str",
+                 "sum", "tuple", "type", "zip"}
+
+
+def _on_a_literal(func: ast.AST) -> bool:
+    """Whether *func* is a method of a literal the statement builds (``{0: "no"}.get``): a new object."""
+    return isinstance(func, ast.Attribute) and isinstance(func.value, (ast.Dict, ast.List, ast.Set, ast.Tuple,
+                                                                      ast.Constant, ast.JoinedStr))
+
+
+def _root(node: ast.AST) -> ast.Name | None:
+    """The name an attribute, subscript or call chain starts at (``model`` for ``model.fc.weight[0]``)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node if isinstance(node, ast.Name) else None
+
+
+def _skipped_effects(statement: ast.stmt, reader_names: set[str], site_names: set[str],
+                     bound: dict[str, str]) -> list[str]:
+    """What *statement*, code the page leaves out, may do to the objects of *reader_names* (names the shown code
+    bound before it): assign into them, call them or their methods, or hand them to a function that is not the
+    site's own (which only records and asserts). Calls in ``READ_ONLY_CALLS`` pass."""
+    effects = []
+    for node in ast.walk(statement):
+        targets = (node.targets if isinstance(node, ast.Assign) else [node.target]
+                   if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else
+                   node.targets if isinstance(node, ast.Delete) else [])
+        for target in targets:
+            root = _root(target)
+            if isinstance(target, (ast.Attribute, ast.Subscript)) and root is not None and root.id in reader_names:
+                effects.append(f"changes {ast.unparse(target)}")
+        if not isinstance(node, ast.Call):
+            continue
+        root = _root(node.func)
+        if root is not None and root.id in reader_names:
+            if (_dotted(node.func, bound) or "") not in READ_ONLY_CALLS:
+                effects.append(f"calls {ast.unparse(node.func)}()")
+        elif root is None and _on_a_literal(node.func) or isinstance(node.func, ast.Name) and node.func.id in SAFE_BUILTINS:
+            continue
+        elif root is None or root.id not in site_names:
+            handed = [ast.unparse(argument) for argument in [*node.args, *(k.value for k in node.keywords)]
+                      if (argument_root := _root(argument)) is not None and argument_root.id in reader_names]
+            if handed:
+                effects.append(f"hands {', '.join(handed)} to {ast.unparse(node.func)}()")
+    return effects
+
+
+def walked_through(page: Path) -> list[Path]:
+    """The recipes *page* walks through (``WALKED_THROUGH``), found beside the ``docs`` folder it sits in."""
+    parts = page.resolve().parts
+    if "docs" not in parts:
+        return []
+    at = len(parts) - 1 - parts[::-1].index("docs")
+    docs = Path(*parts[:at + 1])
+    return [docs.parent / "snippets" / recipe for recipe in WALKED_THROUGH.get("/".join(parts[at + 1:]), [])]
+
+
+def walk_through_problems(page: Path, recipe: Path, shown_page: str | None = None,
+                          shown_recipe: str | None = None) -> list[str]:
+    """``file:line: walk-through: ...`` wherever *page*'s blocks of *recipe*, pasted in page order, might not run
+    as they ran in the build.
+
+    The build runs the whole recipe; a reader runs the regions the page shows, in page order. The two runs
+    agree on what the shown code does when (1) every block is a whole region, unchanged by literalinclude
+    options, and the regions come in the recipe's order, each once; (2) each region holds whole statements;
+    (3) the code the page leaves out (hidden blocks and visible code it does not show) that runs before the
+    last shown statement binds no name the shown code reads after it, imports no module the shown code had not
+    imported before it (an import can register operators or load kernels; a site module counts with every
+    module it imports), and neither changes, calls nor hands to a foreign function an object of the shown
+    code. Left-out code after the last shown statement cannot change what the shown code did.
+    """
+    shown_page, shown_recipe = shown_page or str(page), shown_recipe or str(recipe)
+    text, page_text = recipe.read_text(encoding="utf-8"), page.read_text(encoding="utf-8")
+    try:
+        found = regions.read_regions(recipe)
+    except regions.RegionError as error:
+        return [str(error)]
+    problems, shown_lines, previous = [], set(), None
+    for match in _WALK_INCLUDE.finditer(page_text):
+        if (page.parent / match.group(1)).resolve() != recipe.resolve():
+            continue
+        line = page_text.count("\n", 0, match.start()) + 1
+        options = {name: value.strip().strip('"') for name, value in _OPTION.findall(match.group(2))}
+        start = re.fullmatch(r"# \[start ([\w-]+)\]", options.get("start-after", ""))
+        name = start.group(1) if start else None
+        where = f"{shown_page}:{line}: walk-through: a block of {shown_recipe}"
+        if not start or options.get("end-before") != f"# [end {name}]" or name not in found:
+            problems.append(f"{where} is not one whole region (:start-after: \"# [start NAME]\" and :end-before: "
+                            "\"# [end NAME]\" of a region the recipe has): the reader pastes another code than the "
+                            "build ran")
+            continue
+        if reshaping := sorted(_RESHAPING_OPTIONS & set(options)):
+            problems.append(f"{where} changes region {name!r} with :{reshaping[0]}:; show the region whole")
+        region = found[name]
+        if previous is not None and region.start_line <= previous.end_line:
+            problems.append(f"{where} shows region {name!r} after region {previous.name!r}, which the recipe runs "
+                            f"{'after' if region.end_line < previous.start_line else 'around'} it: pasted in page "
+                            "order, the code runs in another order than the build's")
+        previous = region if previous is None or region.end_line > previous.end_line else previous
+        shown_lines |= set(range(region.start_line + 1, region.end_line))
+    if not shown_lines:
+        return problems + [f"{shown_page}:1: walk-through: shows no region of {shown_recipe}"]
+    return problems + left_out_problems(text, shown_lines, shown_recipe, shown_page, "walk-through")
+
+
+def left_out_problems(text: str, shown_lines: set[int], shown_recipe: str, shown_page: str, rule: str) -> list[str]:
+    """``recipe:line: <rule>: ...`` for each statement of the recipe *text* outside *shown_lines* that runs before
+    shown code and binds, imports or changes what the shown code uses (:func:`walk_through_problems`, step 3);
+    also for each statement *shown_lines* cut in two."""
+    try:
+        tree = ast.parse(text, filename=shown_recipe)
+    except SyntaxError:
+        return []  # recipe_problems reports what does not parse
+    problems = []
+    statements = [node for node in tree.body if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))]
+    shown = []
+    for statement in statements:
+        lines = set(range(statement.lineno, (statement.end_lineno or statement.lineno) + 1))
+        if lines & shown_lines and not lines <= shown_lines:
+            problems.append(f"{shown_recipe}:{statement.lineno}: {rule}: {shown_page} shows part of this "
+                            "statement: a region must hold whole statements")
+        shown.append(bool(lines & shown_lines))
+    last_shown = max(index for index, is_shown in enumerate(shown) if is_shown)
+    reader_modules, reader_names, aliases, site_names, bound = set(), set(), set(), set(), {}
+    for index, statement in enumerate(statements[:last_shown]):
+        if shown[index]:
+            for _, module, names in _imports(statement):
+                reader_modules |= _module_prefixes(module) | {f"{module}.{alias}" for alias in names}
+            reader_names |= _module_bindings(statement)
+            bound |= _imported_names(statement)
+            continue
+        later_reads = {}
+        for later, is_shown in zip(statements[index + 1:], shown[index + 1:]):
+            for node in ast.walk(later) if is_shown else []:
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                    later_reads.setdefault(node.id, node.lineno)
+        what = [f"binds {name!r}, which the shown code reads at line {later_reads[name]}"
+                for name in sorted(_module_bindings(statement)) if name in later_reads]
+        for node in ast.walk(statement):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)) or getattr(node, "level", 0):
+                continue
+            module = node.module if isinstance(node, ast.ImportFrom) else None
+            for alias in node.names:
+                dotted = f"{module}.{alias.name}" if module else alias.name
+                if dotted == PACKAGE or dotted.startswith(_SITE_PREFIX):
+                    site_names.add(alias.asname or alias.name.split(".")[0])
+                    wanted = _site_imports(dotted) | (_site_imports(module) if module else set())
+                else:
+                    wanted = {dotted}
+                what += [f"imports {name}, which the shown code has not imported before it" for name in sorted(wanted)
+                         if name.split(".")[0] not in sys.stdlib_module_names and name not in reader_modules]
+        what += _skipped_effects(statement, reader_names | aliases, site_names, bound)
+        # A name left-out code binds to (a part of) a shown object is that object under another name.
+        for node in ast.walk(statement):
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and node.value is not None:
+                if any(isinstance(name, ast.Name) and name.id in reader_names | aliases for name in ast.walk(node.value)):
+                    aliases |= {name.id for target in getattr(node, "targets", [getattr(node, "target", None)])
+                                for name in ast.walk(target) if isinstance(name, ast.Name)}
+        if what:
+            problems.append(f"{shown_recipe}:{statement.lineno}: {rule}: {shown_page} leaves out this "
+                            f"statement, which runs before shown code and {'; '.join(dict.fromkeys(what))}: the "
+                            "reader's run would differ from the build's")
     return problems
 
 
