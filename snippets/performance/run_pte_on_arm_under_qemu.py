@@ -154,8 +154,6 @@ if missing:
 # [end arm_tools]
 
 # sphinx_gallery_start_ignore
-# About 120 s alone on an idle 2-core machine; 261 s in a cold build beside others at load 6 (2026-12-04):
-# xnnguide_budget_seconds = 450
 # Where these are missing, the build does not run this recipe and the execution ledger says why:
 # xnnguide_requires = aarch64-linux-gnu-g++ qemu-aarch64 $EXECUTORCH_AARCH64/share/cmake/executorch-config.cmake
 # xnnguide_setup = make aarch64
