@@ -1,6 +1,6 @@
-"""The recipe files: where they are (:func:`recipe_files`, :func:`build_step_files`, :func:`find_source`), and
-what each declares in comment lines (requirements, files it reads), its budgets (the table beside ``conf.py``) and depends on
-(:func:`dependency_key`, which run records keep).
+"""The recipe files: where they are (:func:`recipe_files`, :func:`build_step_files`, :func:`find_source`), what
+each declares in comment lines (requirements, files it reads) and depends on (:func:`dependency_key`, which run
+records keep), and their budgets (:data:`BUDGET_TABLE`, beside ``conf.py``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ DEFAULT_BUDGET_SECONDS = 300.0
 #: must fit a 24 GB machine.
 DEFAULT_BUDGET_GB = 8.0
 #: The budgets of the recipes and build steps, beside the gallery's configuration (``conf.py``) at the checkout's
-#: top: ``[seconds]`` and ``[gb]``, one ``name = number`` line a recipe. Recipes declare no budget themselves.
+#: top: ``[seconds]`` and ``[gb]``, one ``name = number`` line a recipe. Recipes declare no budget themselves; a
+#: recipe's budget is its entry in the nearest such file above it.
 BUDGET_TABLE = "recipe_budgets.toml"
 
 
@@ -117,13 +118,6 @@ def dependency_key(source: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
-def checkout_top(source: str | os.PathLike[str]) -> Path | None:
-    """The checkout a recipe (``snippets/...``) or build step (``docs/build_steps/...``) belongs to: the folder
-    that holds its ``snippets`` or ``docs`` folder; ``None`` for a file outside both."""
-    top = next((parent for parent in Path(source).resolve().parents if parent.name in ("snippets", "docs")), None)
-    return top.parent if top else None
-
-
 def budget_table(top: Path) -> dict[str, dict[str, float]]:
     """The budget table of the checkout *top* (:data:`BUDGET_TABLE`): ``{"seconds": {name: s}, "gb": {name: gb}}``;
     empty sections where it has none. A malformed table raises ``ValueError`` naming the file."""
@@ -145,7 +139,8 @@ def budget_table(top: Path) -> dict[str, dict[str, float]]:
 
 
 def _budget(section: str, source: str | os.PathLike[str], default: float) -> float:
-    top = checkout_top(source)
+    """*source*'s entry in *section* of the nearest budget table above it (the checkout's), or *default*."""
+    top = next((folder for folder in Path(source).resolve().parents if (folder / BUDGET_TABLE).is_file()), None)
     entries = budget_table(top)[section] if top else {}
     return float(entries.get(Path(source).stem, default))
 
