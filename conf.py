@@ -46,6 +46,8 @@ myst_heading_anchors = 3
 
 # -- recipes -----------------------------------------------------------------
 xnnguide_gallery_dir = "gallery"
+# Each recipe's and build step's time and memory budget: recipe_budgets.toml, beside this file (the watchdog and
+# the shards read it through xnnguide.core.recipes.budget_table; recipes declare no budget of their own).
 
 sphinx_gallery_conf = {
     # Paths are relative to the source folder, docs/.

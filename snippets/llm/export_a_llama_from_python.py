@@ -19,8 +19,6 @@ files come from :doc:`train_a_tiny_llama`.
 # update and the attention with standard operators.
 
 # sphinx_gallery_start_ignore
-# It exports with export_llm, which takes minutes on a loaded 2-core machine.
-# xnnguide_budget_seconds = 450
 from xnnguide.recipe_checks import shared_files
 
 shared_files.ensure("tiny_llama", "train_a_tiny_llama.py")

@@ -17,8 +17,6 @@ both ways, counts the nodes each program delegates, and runs both on
 # nodes went to XNNPACK and how many stayed outside.
 
 # sphinx_gallery_start_ignore
-# It exports with export_llm, which takes minutes on a loaded 2-core machine.
-# xnnguide_budget_seconds = 450
 from xnnguide.recipe_checks import shared_files
 
 shared_files.ensure("tiny_llama", "train_a_tiny_llama.py")

@@ -19,8 +19,6 @@ time to first token and decode speed from the runner's own ``Stats``.
 # model takes the same windows whole. Perplexity is per token.
 
 # sphinx_gallery_start_ignore
-# It exports with export_llm, which takes minutes on a loaded 2-core machine.
-# xnnguide_budget_seconds = 450
 from xnnguide.recipe_checks import shared_files
 
 shared_files.ensure("tiny_llama", "train_a_tiny_llama.py", "export_a_llama_with_export_llm.py",

@@ -14,8 +14,6 @@ ways and shows where each file lands.
 # ---------------------
 
 # sphinx_gallery_start_ignore
-# It exports with export_llm, which takes minutes on a loaded 2-core machine.
-# xnnguide_budget_seconds = 450
 from xnnguide.recipe_checks import shared_files
 
 shared_files.ensure("tiny_llama", "train_a_tiny_llama.py")

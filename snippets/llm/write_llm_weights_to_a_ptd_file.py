@@ -17,8 +17,6 @@ two together through ``data_path``. The model is that of
 # one option more.
 
 # sphinx_gallery_start_ignore
-# It exports with export_llm, which takes minutes on a loaded 2-core machine.
-# xnnguide_budget_seconds = 450
 from xnnguide.recipe_checks import shared_files
 
 shared_files.ensure("tiny_llama", "train_a_tiny_llama.py", "export_a_llama_with_export_llm.py")

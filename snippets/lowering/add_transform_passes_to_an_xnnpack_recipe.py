@@ -143,5 +143,4 @@ for name, short in [("as shipped", "shipped"), ("with transform passes", "with")
     for key, label in labels:
         facts.record(f"{label}_{short}", figures[name][key])
 facts.record("pass_names", ", ".join(type(p).__name__ for p in get_transform_passes()))
-# xnnguide_budget_seconds = 120
 # sphinx_gallery_end_ignore

@@ -25,7 +25,6 @@ line and leave no file behind.
 # sphinx_gallery_start_ignore
 # The script, beside a reader's copy of this recipe, is copied into a fresh folder that each cell enters.
 # xnnguide_depends_on = ../../docs/guides/aot_compiler/xnnpack_aot_compile.py
-# xnnguide_budget_seconds = 600
 import os
 import shlex
 import shutil

@@ -44,9 +44,6 @@ from xnnguide.core import facts
 
 facts.record("cpu", cpu)
 facts.record("cores", cores)
-# The timings need the machine to themselves: the recipe holds it (machine_hold, below) while it times, and
-# shares the cores with the build's other recipes while it exports and checks its programs.
-# xnnguide_budget_seconds = 900
 # sphinx_gallery_end_ignore
 
 # %%

@@ -276,7 +276,6 @@ for name, (value, size) in results.items():
 from xnnguide.core import facts
 from xnnguide.recipe_checks import quantization
 
-# xnnguide_budget_seconds = 120
 quantization.record_min_sqnr(MIN_SQNR_DB)
 # A trained network: otherwise accuracy changes say nothing.
 assert fp32_accuracy > 0.9, fp32_accuracy

@@ -85,7 +85,6 @@ output_scale = fp32_output.abs().max().item()
 assert output_scale > 0.1, output_scale
 facts.record("rows", example_inputs[0].shape[0])
 facts.record("output_scale", output_scale, f"{output_scale:.2f}")
-# xnnguide_budget_seconds = 90
 # sphinx_gallery_end_ignore
 
 # %%

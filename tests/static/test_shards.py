@@ -24,6 +24,8 @@ import pytest
 from sitecopy import build, build_summary, executions, make_site, records, touch_text
 from xnnguide.core import shards
 from xnnguide.core.records import write_run_record
+from xnnguide.core.recipes import (BUDGET_TABLE, DEFAULT_BUDGET_GB, DEFAULT_BUDGET_SECONDS, budget_gb, budget_seconds,
+                                   budget_table_problems)
 
 pytestmark = pytest.mark.static
 
@@ -208,3 +210,60 @@ def test_a_shard_runs_a_recipe_after_the_recipe_whose_files_it_reads(tmp_path):
     reader.write_text("# xnnguide_depends_on = writer.py\n")
     assert [path.stem for path in shards.in_order([reader, other, writer])] == ["other", "writer", "reader"]
     assert [path.stem for path in shards.in_order([writer, reader])] == ["writer", "reader"]
+
+
+def test_every_recipe_and_build_step_has_one_budget_entry_and_no_entry_names_a_missing_one():
+    from conftest import ROOT
+
+    assert budget_table_problems(ROOT) == []
+
+
+def small_checkout(top: Path, table: str) -> Path:
+    """A checkout with recipes a (in a task folder) and b, build step c, and the budget table *table*."""
+    (top / "snippets" / "lowering").mkdir(parents=True)
+    (top / "docs" / "build_steps").mkdir(parents=True)
+    for path in ("snippets/lowering/a.py", "snippets/b.py", "docs/build_steps/c.py"):
+        (top / path).write_text("print('ran')\n")
+    (top / BUDGET_TABLE).write_text(table)
+    return top
+
+
+def test_the_budget_table_names_a_recipe_without_an_entry_an_entry_without_a_recipe_and_a_leftover_line(tmp_path):
+    top = small_checkout(tmp_path, "[seconds]\na = 20\nc = 5\ngone = 10\n\n[gb]\nb = 2\nother = 1\n")
+    (top / "snippets" / "b.py").write_text("# xnnguide_budget_seconds = 40\n")
+    assert budget_table_problems(top) == [
+        f"{BUDGET_TABLE}: [seconds] has no entry for b",
+        f"{BUDGET_TABLE}: [seconds] gone: no recipe or build step of that name",
+        f"{BUDGET_TABLE}: [gb] other: no recipe or build step of that name",
+        f"snippets/b.py: declares xnnguide_budget_seconds in the recipe; its budget belongs in {BUDGET_TABLE}",
+    ]
+
+
+def test_budgets_come_from_the_table_and_default_without_an_entry(tmp_path):
+    top = small_checkout(tmp_path, "[seconds]\na = 20\nb = 300\nc = 5.5\n\n[gb]\na = 12\n")
+    assert budget_table_problems(top) == []
+    assert budget_seconds(top / "snippets" / "lowering" / "a.py") == 20
+    assert budget_seconds(top / "docs" / "build_steps" / "c.py") == 5.5
+    assert budget_gb(top / "snippets" / "lowering" / "a.py") == 12
+    assert budget_gb(top / "snippets" / "b.py") == DEFAULT_BUDGET_GB
+    (top / BUDGET_TABLE).write_text("[seconds]\na = 20\n")
+    assert budget_seconds(top / "snippets" / "b.py") == DEFAULT_BUDGET_SECONDS
+    assert budget_seconds(tmp_path / "outside.py") == DEFAULT_BUDGET_SECONDS  # no checkout, no table
+
+
+@pytest.mark.parametrize("table, message", [
+    ("[seconds]\na = 20\na = 30\n", "Cannot overwrite a value"),  # a name given twice
+    ("[seconds]\na = -1\n", r"\[seconds\] a = -1: expected a positive number"),
+    ("[seconds]\na = \"long\"\n", r"\[seconds\] a = 'long': expected a positive number"),
+    ("[minutes]\na = 2\n", r"unknown section \[minutes\]"),
+])
+def test_a_malformed_budget_table_is_an_error_naming_the_file(tmp_path, table, message):
+    top = small_checkout(tmp_path, table)
+    with pytest.raises(ValueError, match=rf"{BUDGET_TABLE}: .*{message}"):
+        budget_seconds(top / "snippets" / "lowering" / "a.py")
+
+
+def test_never_timed_recipes_start_with_the_largest_budget_in_the_table(tmp_path):
+    top = small_checkout(tmp_path, "[seconds]\na = 20\nb = 600\nc = 300\n")
+    sources = [top / "snippets" / "lowering" / "a.py", top / "snippets" / "b.py", top / "docs" / "build_steps" / "c.py"]
+    assert [unit[0].stem for _, unit in shards.units(sources, tmp_path / "gallery")] == ["b", "c", "a"]

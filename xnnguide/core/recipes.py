@@ -1,6 +1,6 @@
-"""The recipe files: where they are (:func:`recipe_files`, :func:`build_step_files`, :func:`find_source`), and
-what each declares in comment lines (budgets, requirements, files it reads) and depends on
-(:func:`dependency_key`, which run records keep).
+"""The recipe files: where they are (:func:`recipe_files`, :func:`build_step_files`, :func:`find_source`), what
+each declares in comment lines (requirements, files it reads) and depends on (:func:`dependency_key`, which run
+records keep), and their budgets (:data:`BUDGET_TABLE`, beside ``conf.py``).
 """
 
 from __future__ import annotations
@@ -11,32 +11,30 @@ import json
 import os
 import re
 import shutil
+import tomllib
 from pathlib import Path
 from typing import Iterator
 
 from xnnguide.core import environment
 
 
-#: A recipe that runs longer than this, in seconds, is stopped and fails, unless it declares its own budget.
+#: A recipe that runs longer than this, in seconds, is stopped and fails, unless the budget table gives it another
+#: budget (:data:`BUDGET_TABLE`).
 DEFAULT_BUDGET_SECONDS = 300.0
 #: A recipe whose process (with its own child processes) holds more resident memory than this, in GB, is stopped
-#: and fails, unless it declares its own budget (see :func:`budget_gb`). Two recipes run side by side, and with
-#: Sphinx they must fit a 24 GB machine.
+#: and fails, unless the budget table gives it another budget. Two recipes run side by side, and with Sphinx they
+#: must fit a 24 GB machine.
 DEFAULT_BUDGET_GB = 8.0
+#: The budgets of the recipes and build steps, beside the gallery's configuration (``conf.py``) at the checkout's
+#: top: ``[seconds]`` and ``[gb]``, one ``name = number`` line a recipe. Recipes declare no budget themselves; a
+#: recipe's budget is its entry in the nearest such file above it.
+BUDGET_TABLE = "recipe_budgets.toml"
 
 
 def declarations(name: str, source: str | os.PathLike[str]) -> list[str]:
     """What a recipe declares in comment lines ``# xnnguide_<name> = ...``, one string a line."""
     return re.findall(rf"^\s*#\s*xnnguide_{name}\s*=\s*(.+?)\s*$", Path(source).read_text(encoding="utf-8"),
                       re.MULTILINE)
-
-
-def _declared(name: str, source: str | os.PathLike[str], default: float) -> float:
-    """The number a recipe declares with a line ``# xnnguide_<name> = N``, or *default*."""
-    found = declarations(name, source)
-    if len(found) > 1:
-        raise ValueError(f"{source}: declares xnnguide_{name} {len(found)} times")
-    return float(found[0]) if found else float(default)
 
 
 def source_digest(path: str | os.PathLike[str]) -> str:
@@ -120,15 +118,56 @@ def dependency_key(source: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
+def budget_table(top: Path) -> dict[str, dict[str, float]]:
+    """The budget table of the checkout *top* (:data:`BUDGET_TABLE`): ``{"seconds": {name: s}, "gb": {name: gb}}``;
+    empty sections where it has none. A malformed table raises ``ValueError`` naming the file."""
+    path = top / BUDGET_TABLE
+    if not path.is_file():
+        return {"seconds": {}, "gb": {}}
+    try:
+        table = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:  # a name given twice is one of these
+        raise ValueError(f"{path}: {error}") from None
+    unknown = sorted(set(table) - {"seconds", "gb"})
+    if unknown:
+        raise ValueError(f"{path}: unknown section [{unknown[0]}]; the table has [seconds] and [gb]")
+    for section, entries in table.items():
+        for name, value in entries.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"{path}: [{section}] {name} = {value!r}: expected a positive number")
+    return {"seconds": dict(table.get("seconds", {})), "gb": dict(table.get("gb", {}))}
+
+
+def _budget(section: str, source: str | os.PathLike[str], default: float) -> float:
+    """*source*'s entry in *section* of the nearest budget table above it (the checkout's), or *default*."""
+    top = next((folder for folder in Path(source).resolve().parents if (folder / BUDGET_TABLE).is_file()), None)
+    entries = budget_table(top)[section] if top else {}
+    return float(entries.get(Path(source).stem, default))
+
+
 def budget_seconds(source: str | os.PathLike[str], default: float = DEFAULT_BUDGET_SECONDS) -> float:
-    """The wall-time budget a recipe declares, or *default*: a line ``# xnnguide_budget_seconds = 60``,
-    best inside an ignore block so readers do not see it."""
-    return _declared("budget_seconds", source, default)
+    """The wall-time budget of a recipe or build step in its checkout's budget table, or *default*."""
+    return _budget("seconds", source, default)
 
 
 def budget_gb(source: str | os.PathLike[str], default: float = DEFAULT_BUDGET_GB) -> float:
-    """The memory budget, in GB of resident memory, a recipe declares, or *default*: ``# xnnguide_budget_gb = 12``."""
-    return _declared("budget_gb", source, default)
+    """The memory budget, in GB of resident memory, of a recipe in its checkout's budget table, or *default*."""
+    return _budget("gb", source, default)
+
+
+def budget_table_problems(top: Path) -> list[str]:
+    """What is wrong with the budget table of the checkout *top*, one line each: a recipe or build step without
+    a ``[seconds]`` entry, an entry that names no recipe or build step, a recipe that still declares a budget in
+    a comment line. A name given twice is a TOML error (:func:`budget_table` raises)."""
+    names = {path.stem for path in [*recipe_files(top / "snippets"), *build_step_files(top / "docs")]}
+    table, where = budget_table(top), BUDGET_TABLE
+    problems = [f"{where}: [seconds] has no entry for {name}" for name in sorted(names - set(table["seconds"]))]
+    problems += [f"{where}: [{section}] {name}: no recipe or build step of that name"
+                 for section, entries in table.items() for name in sorted(set(entries) - names)]
+    problems += [f"{shown(path)}: declares xnnguide_{kind} in the recipe; its budget belongs in {where}"
+                 for path in [*recipe_files(top / "snippets"), *build_step_files(top / "docs")]
+                 for kind in ("budget_seconds", "budget_gb") if declarations(kind, path)]
+    return problems
 
 
 def shown(source: Path) -> str:

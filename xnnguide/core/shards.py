@@ -37,8 +37,8 @@ def units(sources: list[Path], gallery: Path) -> list[tuple[float, list[Path]]]:
 
     A recipe that declares another recipe with ``# xnnguide_depends_on`` (it reads that recipe's files) is one
     unit with that recipe, after it (:func:`in_order`). Units go longest first by their recorded durations; the
-    never-timed ones after them, the largest declared time budget first (a recipe that declares more than the
-    default runs long), then by name.
+    never-timed ones after them, the largest time budget in the budget table first (a recipe given more than
+    the default runs long), then by name.
     """
     group = {source.resolve(): [source] for source in sources}
     for source in sorted((source for source in sources if source.is_file()), key=lambda path: path.stem):

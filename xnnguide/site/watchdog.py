@@ -66,8 +66,8 @@ class Run:
 
 
 def run(function: Callable[..., Any], args: tuple[Any, ...], source: Path, env: dict[str, str]) -> Run:
-    """Run ``function(*args)`` in a watched child process with the environment *env*, within the budgets that
-    *source* declares (the recipe or build step it runs). *function* must be importable by name."""
+    """Run ``function(*args)`` in a watched child process with the environment *env*, within the budgets the
+    budget table gives *source* (the recipe or build step it runs; :func:`xnnguide.core.recipes.budget_table`). *function* must be importable by name."""
     seconds, gb = budget_seconds(source), budget_gb(source)
     with tempfile.TemporaryDirectory(prefix="xnnguide-watch-") as folder:
         trace, started = Path(folder, "trace.txt"), Path(folder, "started")
