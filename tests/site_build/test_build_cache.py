@@ -20,7 +20,7 @@ import pytest
 
 from sitecopy import (assert_built, build, build_summary, built_once, copy_site, executions, log_lines,
                       make_and_build, records, run_record, touch_text)
-from xnnguide.core.recipes import imports_torch
+from xnnguide.core.recipes import BUDGET_TABLE, imports_torch
 
 pytestmark = pytest.mark.build  # runs Sphinx builds; `make check` leaves it out
 

@@ -21,7 +21,7 @@ import pytest
 
 from conftest import ROOT
 from sitecopy import build, build_summary, executions, make_site, run_record, touch_text
-from xnnguide.core.recipes import DEFAULT_BUDGET_GB, budget_gb
+from xnnguide.core.recipes import BUDGET_TABLE, DEFAULT_BUDGET_GB, budget_gb
 from xnnguide.site import watchdog
 
 pytestmark = pytest.mark.build  # runs Sphinx builds; `make check` leaves it out
@@ -30,8 +30,7 @@ HEADER = '"""\n{title}\n{rule}\n\nA throwaway recipe that must fail.\n"""\n\n'
 
 #: name -> (recipe text, the line it must be named at, its reason).
 FAILING = {
-    "tiny_hang": ("import time\n\nprint('waiting')\ntime.sleep(3600)  # LINE\n\n"
-                  "# sphinx_gallery_start_ignore\n# xnnguide_budget_seconds = 2\n# sphinx_gallery_end_ignore\n",
+    "tiny_hang": ("import time\n\nprint('waiting')\ntime.sleep(3600)  # LINE\n",
                   "stopped after 2 s (its time budget) while at time.sleep(3600)  # LINE"),
     "tiny_abort": ("import os\n\nos.abort()  # LINE\n", "its process died of SIGABRT while at os.abort()  # LINE"),
     # Named at the recipe's line that made the failing call, as tracebacks are.
@@ -39,11 +38,12 @@ FAILING = {
                       "its process died of SIGSEGV while at read_null()  # LINE (raised at "),
     # 100 MB more every 0.1 s, to at most 4 GB; the budget is 1 GB.
     "tiny_hog": ("import time\n\nimport numpy as np\n\nblocks = []\nfor _ in range(40):\n"
-                 "    blocks.append(np.ones(12_500_000)); time.sleep(0.1)  # LINE\n\n"
-                 "# sphinx_gallery_start_ignore\n# xnnguide_budget_gb = 1\n# sphinx_gallery_end_ignore\n",
+                 "    blocks.append(np.ones(12_500_000)); time.sleep(0.1)  # LINE\n",
                  "GB, over its 1 GB memory budget, while at blocks.append(np.ones(12_500_000)); time.sleep(0.1)  # LINE"),
 }
 BUDGET_SECONDS = {"tiny_hang": 2.0}
+#: The site's budget table (recipe_budgets.toml, beside conf.py): the hang's and the hog's budgets.
+BUDGETS = "[seconds]\ntiny_hang = 2\n\n[gb]\ntiny_hog = 1\n"
 
 
 def line_of(text: str) -> int:
@@ -55,6 +55,7 @@ def line_of(text: str) -> int:
 @pytest.fixture(scope="module")
 def failed_site(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess[str], float]:
     root = make_site(tmp_path_factory.mktemp("isolation"))
+    (root / BUDGET_TABLE).write_text(BUDGETS)
     for name, (text, _) in FAILING.items():
         title = name.replace("_", " ").capitalize()
         (root / "snippets" / f"{name}.py").write_text(HEADER.format(title=title, rule="=" * len(title)) + text)
@@ -107,7 +108,7 @@ def test_the_drift_checker_names_each_failed_recipe(failed_site):
 
 
 #: What fixes each failing recipe: the hanging one gets the time it needs (it sleeps past its old budget).
-FIXES = {"tiny_hang": [("sleep(3600)", "sleep(3)"), ("budget_seconds = 2", "budget_seconds = 30")],
+FIXES = {"tiny_hang": [("sleep(3600)", "sleep(3)")],
          "tiny_abort": [("os.abort()", "os.getpid()")],
          "tiny_segfault": [("ctypes.string_at(0)", "ctypes.sizeof(ctypes.c_int)")],
          "tiny_hog": [("np.ones(12_500_000)", "np.ones(1)")]}
@@ -121,6 +122,7 @@ def test_the_next_build_reruns_only_the_failed_recipes_and_a_fix_turns_it_green(
     for name, edits in FIXES.items():
         for old, new in edits:
             touch_text(root / "snippets" / f"{name}.py", old, new)
+    touch_text(root / BUDGET_TABLE, "tiny_hang = 2", "tiny_hang = 30")
     fixed = build(root)
     assert fixed.returncode == 0, f"{fixed.stdout[-3000:]}\n{fixed.stderr[-3000:]}"
     assert executions(root) == {name: 1 for name in FAILING}, executions(root)
@@ -139,7 +141,8 @@ def run_held(tmp_path: Path, script: str) -> watchdog.Run:
     child (``$PPID``) as machine_hold.pause_other_recipes stops a recipe while another times."""
     source = tmp_path / "snippets" / "held.py"
     source.parent.mkdir()
-    source.write_text("# xnnguide_budget_seconds = 2\n")
+    source.write_text("")
+    (tmp_path / BUDGET_TABLE).write_text("[seconds]\nheld = 2\n")
     return watchdog.run(started_then_run, (["sh", "-c", script],), source, dict(os.environ))
 
 
@@ -160,13 +163,15 @@ def test_a_recipe_over_its_budget_says_how_long_it_was_held(tmp_path):
 
 def test_the_memory_budget_fits_two_recipes_and_sphinx_in_24_gb(tmp_path):
     assert 2 * DEFAULT_BUDGET_GB + 4 <= 24
-    recipe = tmp_path / "recipe.py"
-    recipe.write_text("# xnnguide_budget_gb = 12.5\n")
-    assert budget_gb(recipe) == 12.5
+    recipe = tmp_path / "snippets" / "recipe.py"
+    recipe.parent.mkdir()
     recipe.write_text("print(1)\n")
+    (tmp_path / BUDGET_TABLE).write_text("[gb]\nrecipe = 12.5\n")
+    assert budget_gb(recipe) == 12.5
+    (tmp_path / BUDGET_TABLE).write_text("[gb]\nother = 12.5\n")
     assert budget_gb(recipe) == DEFAULT_BUDGET_GB
-    recipe.write_text("# xnnguide_budget_gb = 1\n# xnnguide_budget_gb = 2\n")
-    with pytest.raises(ValueError, match="declares xnnguide_budget_gb 2 times"):
+    (tmp_path / BUDGET_TABLE).write_text("[gb]\nrecipe = 1\nrecipe = 2\n")
+    with pytest.raises(ValueError, match=f"{BUDGET_TABLE}: Cannot overwrite a value"):
         budget_gb(recipe)
 
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from conftest import ROOT
-from xnnguide.core.recipes import DEFAULT_BUDGET_SECONDS
+from xnnguide.core.recipes import BUDGET_TABLE, DEFAULT_BUDGET_SECONDS
 
 
 def run(recipe, cwd=ROOT) -> subprocess.CompletedProcess[str]:
@@ -56,7 +56,8 @@ def test_a_build_step_runs_in_a_folder_of_its_own_and_fails_as_a_build_step(tmp_
 
 def test_a_recipe_over_its_budget_fails(tmp_path):
     recipe = tmp_path / "tiny_slow.py"
-    recipe.write_text("import time\ntime.sleep(0.3)\n# xnnguide_budget_seconds = 0.1\n")
+    recipe.write_text("import time\ntime.sleep(0.3)\n")
+    (tmp_path / BUDGET_TABLE).write_text("[seconds]\ntiny_slow = 0.1\n")
     result = run(str(recipe))
     assert result.returncode == 1
     assert "over its time budget of 0.1 s" in result.stdout

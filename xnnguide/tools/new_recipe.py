@@ -13,7 +13,7 @@ import re
 import sys
 from pathlib import Path
 
-from xnnguide.core.recipes import ORDER_LIST
+from xnnguide.core.recipes import BUDGET_TABLE, DEFAULT_BUDGET_SECONDS, ORDER_LIST
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = Path(__file__).with_name("recipe_template.py")
@@ -68,8 +68,16 @@ def main(argv: list[str] | None = None) -> int:
     recipe.write_text(text.replace(PLACEHOLDER, args.name), encoding="utf-8")
     listed = order.group(0).rstrip("\n") + f"\n   {args.name}\n"
     header.write_text(header_text[: order.start()] + listed + header_text[order.end():], encoding="utf-8")
+    # Every recipe has its line in the budget table (tests/static/test_shards.py): the default, last of [seconds].
+    table = args.root / BUDGET_TABLE
+    table_text = table.read_text(encoding="utf-8")
+    end = table_text.find("\n[gb]")
+    end = len(table_text) if end < 0 else end
+    table.write_text(f"{table_text[:end].rstrip(chr(10))}\n{args.name} = {DEFAULT_BUDGET_SECONDS:g}\n"
+                     f"{table_text[end:]}", encoding="utf-8")
     shown = recipe.relative_to(args.root)
-    print(f"wrote {shown} and listed it last in {header.relative_to(args.root)} (move it to where it belongs)")
+    print(f"wrote {shown} and listed it last in {header.relative_to(args.root)} (move it to where it belongs);"
+          f" its time budget is {DEFAULT_BUDGET_SECONDS:g} s in {BUDGET_TABLE}")
     print(f"run it alone: make recipe R={shown}\n")
     print(PAGE_SNIPPET.format(name=args.name, recipe=shown))
     return 0

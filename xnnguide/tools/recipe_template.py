@@ -63,5 +63,4 @@ from xnnguide.core import facts
 # The tolerance means something only if the outputs are not tiny.
 assert eager_output.abs().max().item() > 0.1, "outputs too small for atol=1e-5 to mean anything"
 facts.record("max_abs_error", max_abs_error, f"{max_abs_error:.1e}")
-# xnnguide_budget_seconds = 120
 # sphinx_gallery_end_ignore
