@@ -88,50 +88,52 @@ print(f"{export_seconds:.0f} s: {programs}")
 # line the model was trained on starts with ``<|bos|>``, so the prompt does
 # too. ``GenerationConfig`` samples at temperature 0.8 and echoes the prompt
 # unless told otherwise: greedy decoding is temperature 0, ``echo=False``
-# returns only new text. The runner stops at ``max_new_tokens`` or at an id
-# of ``get_eos_ids``, whichever comes first, and passes the end marker's
-# text to ``token_callback`` too.
+# returns only new text. The prompt and the new tokens must fit in the
+# exported context of 64 tokens. The runner stops at ``max_new_tokens`` or at
+# an id of ``get_eos_ids``, whichever comes first, and passes the end
+# marker's text to ``token_callback`` too.
 
 # [start generate]
 import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401
 import executorch.kernels.quantized  # noqa: F401
 from executorch.extension.llm.runner import GenerationConfig, TextLLMRunner
 
-prompt = "<|bos|>    def "
-greedy = GenerationConfig(temperature=0.0, echo=False, max_new_tokens=CONTEXT - 8)
+greedy = GenerationConfig(temperature=0.0, echo=False, max_new_tokens=56)
 generated = {}
-for name, path in programs.items():
-    runner = TextLLMRunner(path, str(work / "tokenizer.json"))
+for program in ["tiny_llama/tiny_llama_fp32.pte", "tiny_llama/tiny_llama_8da4w.pte"]:
+    runner = TextLLMRunner(program, "tiny_llama/tokenizer.json")
     pieces, stats = [], []
-    runner.generate(prompt, greedy, token_callback=pieces.append,
+    runner.generate("<|bos|>    def ", greedy, token_callback=pieces.append,
                     stats_callback=stats.append)
-    generated[name] = ("".join(pieces), stats[-1].num_generated_tokens)
-    print(f"{name}: {generated[name][1]} new tokens: {generated[name][0]!r}")
+    generated[program] = ("".join(pieces), stats[-1].num_generated_tokens)
+    print(f"{program}: {generated[program][1]} new tokens: {generated[program][0]!r}")
 # [end generate]
 
 # sphinx_gallery_start_ignore
-import os
-
 from executorch.runtime import Runtime
 
 from xnnguide.core import facts
 from xnnguide.recipe_checks import commands as typed
 
-# Both programs carry the tokenizer's ids, and generation ended at the end
-# marker, before max_new_tokens.
+# The generate block ran the programs the export wrote, within the exported context; both carry the
+# tokenizer's ids, and generation ended at the end marker, before max_new_tokens.
+assert sorted(generated) == sorted(programs.values()), (generated, programs)
+prompt_tokens = len(tokenizer.encode("<|bos|>    def ", add_special_tokens=False).ids)
+assert prompt_tokens + greedy.max_new_tokens <= CONTEXT, (prompt_tokens, CONTEXT)
+by_name = {name: generated[path] for name, path in programs.items()}
 for name, path in programs.items():
-    program = Runtime.get().load_program(path)
-    stored = {key: program.load_method(key).execute([]) for key in ids}
+    loaded = Runtime.get().load_program(path)
+    stored = {key: loaded.load_method(key).execute([]) for key in ids}
     assert stored == {"get_bos_id": [ids["get_bos_id"]], "get_eos_ids": ids["get_eos_ids"]}
-    text, count = generated[name]
+    text, count = by_name[name]
     assert text.endswith("<|eos|>") and count < greedy.max_new_tokens, (name, text, count)
-sizes = {name: os.path.getsize(path) for name, path in programs.items()}
+sizes = {name: pathlib.Path(path).stat().st_size for name, path in programs.items()}
 assert sizes["8da4w"] < 0.5 * sizes["fp32"], sizes
 assert not (work / "outputs").exists() and not list(work.rglob(".hydra"))
 facts.record("commands", commands, "\n\n".join(map(typed.as_typed, commands.values())))
 for name, size in sizes.items():
     facts.record(f"size_{name}", size, f"{size / 1024:,.0f} KiB")
-for name, (text, count) in generated.items():
+for name, (text, count) in by_name.items():
     facts.record(f"generated_{name}", text, repr(text))
     facts.record(f"generated_tokens_{name}", count)
 facts.record("max_new_tokens", greedy.max_new_tokens)

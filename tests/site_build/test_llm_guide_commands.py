@@ -1,6 +1,6 @@
-"""The LLM guide's commands: the 'With your own checkpoint' command, which the build cannot run (it needs a
-published model's files), names only options the installed ``LlmConfig`` has, with values of their types; and
-every command on the page is shown one option a line, within 88 columns."""
+"""The LLM guide's commands: the export command for a published checkpoint, which the build cannot run (it needs
+the model's files), names only options the installed ``LlmConfig`` has, with values of their types; and every
+command on the page is shown one option a line, within 88 columns."""
 
 from __future__ import annotations
 
@@ -17,9 +17,12 @@ def bash_blocks(page: str) -> list[str]:
     """The bodies of the page's ```bash blocks."""
     return re.findall(r"^```bash\n(.*?)^```", page, flags=re.S | re.M)
 
+OWN_CHECKPOINT = "## 1. Export your checkpoint"
+
+
 def own_checkpoint_command(page: str) -> str:
-    """The exporter command of the page's 'With your own checkpoint' section."""
-    section = page.split("## With your own checkpoint", 1)[1].split("\n## ", 1)[0]
+    """The exporter command of the page's section on exporting a published checkpoint."""
+    section = page.split(OWN_CHECKPOINT, 1)[1].split("\n## ", 1)[0]
     (command,) = [block for block in bash_blocks(section) if EXPORTER in block]
     return command
 
@@ -57,12 +60,27 @@ def test_the_check_fails_on_a_misspelled_key_and_a_wrong_type():
                                     "backend.xnnpack.enabled=true"])
     assert [line.split(":")[0] for line in problems] == ["export.max_seq_len", "model.use_kv_cache"], problems
 
+def layout_problems(block: str) -> list[str]:
+    """The lines of a ```bash block that break the page's layout: over 88 columns, or more than one option on a
+    continuation line (a line after one ending in a backslash). A line after one without a backslash starts a
+    new command, whose program and first words may share it."""
+    problems, continued = [], False
+    for line in block.splitlines():
+        if len(line) > 88:
+            problems.append(f"over 88 columns: {line}")
+        if continued and len(shlex.split(line.rstrip("\\"))) != 1:
+            problems.append(f"more than one option: {line}")
+        continued = line.endswith("\\")
+    return problems
+
+
 def test_every_command_on_the_page_is_one_option_a_line_within_88_columns():
-    page = GUIDE.read_text(encoding="utf-8")
-    blocks = bash_blocks(page)
-    assert blocks
-    for block in blocks:
-        lines = block.splitlines()
-        assert max(len(line) for line in lines) <= 88, block
-        for line in lines[1:]:  # after the program's own line: one option each
-            assert len(shlex.split(line.rstrip("\\"))) == 1, line
+    blocks = bash_blocks(GUIDE.read_text(encoding="utf-8"))
+    assert len(blocks) >= 2, blocks  # the export command and the phone's commands
+    assert [problem for block in blocks for problem in layout_problems(block)] == []
+
+
+def test_the_layout_check_fails_on_two_options_a_line_and_a_long_line():
+    block = "adb shell mkdir -p /data/local/tmp\nadb push \\\n    a.pte b.model \\\n    " + "x" * 90 + "\n"
+    assert [problem.split(":")[0] for problem in layout_problems(block)] == ["more than one option",
+                                                                          "over 88 columns"]

@@ -34,3 +34,36 @@ def test_the_two_llm_recipes_train_with_the_same_loop():
     official = training_loop(snippets / "train_a_tiny_llama.py")
     by_hand = training_loop(snippets / "export_char_llm_with_kv_cache.py")
     assert official.replace("train_ids", "train_data") == by_hand
+
+
+GUIDE = ROOT / "docs" / "guides" / "llm.md"
+EXPORT_RECIPE = ROOT / "snippets" / "llm" / "export_a_llama_with_export_llm.py"
+
+
+def undefined_names(code: str) -> list[str]:
+    """pyflakes' undefined names in *code*: what a reader who pasted it would meet as a NameError."""
+    import io
+
+    from pyflakes import api, reporter
+
+    out = io.StringIO()
+    api.check(code, "pasted", reporter.Reporter(out, out))
+    return [line for line in out.getvalue().splitlines() if "undefined name" in line]
+
+
+def test_the_guides_generate_block_defines_every_name_it_uses():
+    # The guide shows the export recipe's generate region on its own (the tiny model's export is a command):
+    # pasted, it must not need a name of the export block the page does not show.
+    from conftest import pasted_in_page_order
+
+    code, sources = pasted_in_page_order(GUIDE, EXPORT_RECIPE)
+    assert sources == {EXPORT_RECIPE} and "TextLLMRunner(" in code, sources
+    assert undefined_names(code) == []
+
+
+def test_the_undefined_name_check_finds_a_name_the_generate_block_lost():
+    from conftest import pasted_in_page_order
+
+    code, _ = pasted_in_page_order(GUIDE, EXPORT_RECIPE)
+    greedy_line = next(line for line in code.splitlines() if line.startswith("greedy = "))
+    assert any("'greedy'" in line for line in undefined_names(code.replace(greedy_line, "")))
