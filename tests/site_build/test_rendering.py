@@ -128,8 +128,6 @@ def smartened_commands(html: str) -> list[str]:
         if code.find_parent(class_="sphx-glr-script-out") or code.find_parent("pre") is not None:
             continue  # a recipe's printed output quotes what the program printed
         text = code.get_text()
-        if len(text.strip()) == 1:
-            continue  # a symbol a legend explains (the operator matrix's – for refused), not a command
         found += [_around(text, match) for match in TYPOGRAPHIC.finditer(text)]
     return found
 
@@ -143,7 +141,9 @@ def test_smartened_commands_are_found_in_headers_prose_and_code_and_not_in_outpu
                                   "<code>cmake --build out</code></p><div class='sphx-glr-script-out'>"
                                   "<div class='highlight-none'><pre>error: ‘x’ was not declared</pre></div></div>"
                                   "</main>")
-    assert not smartened_commands("<main><p><code>✓</code> verified; <code>–</code> refused</p></main>")
+    # A legend's one-character mark is code like any other: a dash there is flagged, a word or a tick is not.
+    assert smartened_commands("<main><p><code>✓</code> verified; <code>–</code> refused</p></main>")
+    assert not smartened_commands("<main><p><code>✓</code> verified; <code>refused</code> refused</p></main>")
 
 
 def test_no_reader_page_shows_a_command_with_typographic_dashes_or_quotes(built_site):
