@@ -277,6 +277,55 @@ def test_no_download_carries_a_region_marker(built_site):
     assert not found, _report(found, "region markers in downloads")
 
 
+# ---------------------------------------------------------------- test-report wording in reader prose
+
+#: How a test report or a build log talks, which a reader's page should not (issue 49): the build and its tests as
+#: the subject of a sentence, and notes on the machine's load. Found on today's pages; a note on the machine's
+#: load belongs in a collapsed "How this was checked" block or on the recipe's page, which this check skips.
+BUILD_REPORT = re.compile(
+    r"\b(?:this build\b|(?:by|in) that build\b"
+    r"|the build(?:'s|’s)? (?:ran|runs|run|stopped|stops|found|finds|measured|measures|fails|failed|took|timed|checks"
+    r"|checked|asserts|records|recorded|inserted|machine|asks|cannot|can't|can’t|does not|doesn't|doesn’t|did not"
+    r"|trains|trained)\b"
+    r"|(?:measured|inserted|run|ran|found|checked|reproduced|trained|timed) (?:by|in|during|when) (?:the|each) build\b"
+    r"|while the (?:site|build) (?:builds|is built|runs)|trains while|as the site builds"
+    r"|busy machine|other work (?:took|had|used|shared)|of the machine meanwhile|machine[- ]load"
+    r"|an?(?:other)? test (?:reads|checks|fails|runs)|(?:the )?tests (?:check|read|run|fail)\b"
+    r"|the test (?:reads|checks|fails)"
+    r"|the recipe fails unless|stopped its other recipes)",
+    re.IGNORECASE)
+
+#: Reader pages checked for it: every reader page but the recipes' own pages (the gallery), which report how the
+#: recipe was checked, and the page that explains what the stamps promise, whose subject is the build.
+BUILD_REPORT_SKIPPED = ("gallery/", "explanation/verified.html")
+
+
+def build_report_wording(html: str) -> list[str]:
+    """Phrases of a test report or build log in *html*'s prose, outside code, stamps and collapsed blocks."""
+    root = article(html)
+    for collapsed in root.select("details, .xnnguide-stamp"):
+        collapsed.decompose()
+    return [_around(text, match) for text in _prose(root) for match in BUILD_REPORT.finditer(text)]
+
+
+def test_build_report_wording_is_found_in_prose_and_captions_and_not_in_dropdowns_or_code():
+    assert build_report_wording("<main><p>The build stopped its other recipes while timing.</p></main>")
+    assert build_report_wording("<main><p>(timed on a busy machine: other work took 45 % of it)</p></main>")
+    assert build_report_wording("<main><p>A test reads the right-hand column and fails.</p></main>")
+    assert build_report_wording("<main><table><caption>Measured by this build</caption></table></main>")
+    assert build_report_wording("<main><p>The model trains while the site builds.</p></main>")
+    assert not build_report_wording("<main><p>Build the runner with CMake; the build folder is out/.</p>"
+                                    "<details><summary>How this was checked</summary><p>This build ran on a busy "
+                                    "machine.</p></details><pre>the build stopped</pre>"
+                                    "<div class='xnnguide-stamp'>Verified by running this build</div></main>")
+
+
+def test_no_reader_page_reads_like_a_test_report(built_site):
+    found = {page: problems for page, problems in _on_reader_pages(build_report_wording).items()
+             if not page.startswith(BUILD_REPORT_SKIPPED)}
+    assert not found, _report(found, "test-report phrases in reader prose")
+
+
 # ---------------------------------------------------------------- the mechanisms, on a small site
 
 SMALL_PAGE = '''# Notes
