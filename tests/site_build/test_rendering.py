@@ -326,6 +326,28 @@ def test_no_reader_page_reads_like_a_test_report(built_site):
     assert not found, _report(found, "test-report phrases in reader prose")
 
 
+# ---------------------------------------------------------------- a page that links to itself
+
+def self_links(html: str) -> list[str]:
+    """Links in *html*'s article to the page it is on as a whole (Sphinx writes a ``{doc}`` link to the current
+    page as ``href="#"``), such as a shared paragraph included on the page it points to; links to a section are
+    fine."""
+    return [" ".join(link.get_text().split()) for link in article(html).select("a[href='#']")
+            if "headerlink" not in link.get("class", [])]
+
+
+def test_self_links_are_found_and_section_links_are_not():
+    assert self_links('<main><p>See <a class="reference internal" href="#"><span class="doc">Export</span></a>.</p>'
+                      "</main>") == ["Export"]
+    assert not self_links('<main><h2>A<a class="headerlink" href="#">#</a></h2><p><a href="#a-section">below</a>'
+                          '</p><p><a href="other.html">other</a></p></main>')
+
+
+def test_no_reader_page_links_to_itself(built_site):
+    found = _on_reader_pages(self_links)
+    assert not found, _report(found, "links to the page they sit on")
+
+
 # ---------------------------------------------------------------- the mechanisms, on a small site
 
 SMALL_PAGE = '''# Notes
