@@ -3,21 +3,19 @@ What each XnnpackPartitioner option does
 ========================================
 
 ``XnnpackPartitioner`` decides which parts of a graph XNNPACK runs. This
-recipe lowers a model with the default partitioner, reads the options of the
-installed version from its signature, then lowers a small fp32 model with
-``per_op_mode`` and ``configs`` changed and measures delegate calls,
-operators left outside XNNPACK, and whether the ``.pte`` still matches eager
-PyTorch. :doc:`verbose <measure_partitioner_verbose_logging>`, :doc:`the
-configs' keywords <measure_partitioner_config_keywords>` and
-:doc:`config_precisions <measure_partitioner_config_precisions_int8>` have
-recipes of their own.
+recipe lowers a model with the default partitioner, reads the installed
+options from its signature, then changes ``per_op_mode`` and ``configs`` on
+a small fp32 model and measures delegate calls, operators left outside
+XNNPACK, and whether the ``.pte`` still matches eager PyTorch. :doc:`verbose
+<measure_partitioner_verbose_logging>`, :doc:`the configs' keywords
+<measure_partitioner_config_keywords>` and :doc:`config_precisions
+<measure_partitioner_config_precisions_int8>` have recipes of their own.
 """
 
 # %%
 # The shortest lowering
 # ---------------------
-# One default partitioner in the list XNNPACK is offered: it takes every
-# operator it supports.
+# One default partitioner takes every operator XNNPACK supports.
 
 # [start partitioner_usage]
 import torch
@@ -124,6 +122,8 @@ facts.record_table(
 # [start read_delegation]
 import operator
 from collections import Counter
+
+import torch
 
 
 def op_name(node: torch.fx.Node) -> str:
