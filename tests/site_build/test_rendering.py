@@ -10,7 +10,10 @@ section and Sphinx's index and search pages) and in every download:
   cannot paste;
 * **long commands**: a command line in a code block of a reader page wider than
   :data:`xnnguide.core.reader_code.WIDTH` columns (it scrolls sideways at 1400 px, the more on a phone);
-* **the site's machinery**: a stamp naming a file of the site's source tree, a region marker in a download.
+* **the site's machinery**: a stamp naming a file of the site's source tree, a region marker in a download;
+* **test-report wording**: the build or its tests as the subject of reader prose, notes on the machine's load
+  outside a collapsed block;
+* **a page that links to itself**, as a shared paragraph included on the page it points to does.
 
 Layout (tables and the right-hand contents at 1400 px) is checked in a browser, in ``test_browser.py``.
 Each check is tried on a small page it must flag and one it must pass, so that it can fail.
