@@ -9,6 +9,7 @@ runs and judges them is :mod:`xnnguide.recipe_checks.operator_probes`. The recip
 import time
 from collections import Counter
 
+from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import XNNPACKQuantizer
 from executorch.runtime import Runtime
 
 from xnnguide.core import facts
@@ -49,9 +50,31 @@ assert set(status_counts) <= {probes.VERIFIED, probes.NOT_DELEGATED, probes.FAIL
                               probes.NO_PROBE}, status_counts
 
 facts.record_table("support", header, rows)
-facts.record_table("matrix", *probes.matrix(results, extra, conditions))
-for name, mark in (("verified", "✓"), ("failed", "✗"), ("refused", "–"), ("not_claimed", probes.NOT_CLAIMED_MARK)):
+# The matrix as the page shows it: a mark per precision column, the word "refused" where an extra column found a
+# refusal (a typographic dash in the legend would read as a mangled command), and each operator's conditions
+# spelled out, which is what makes XNNPACK take it, instead of their count.
+REFUSED_WORD = "refused"
+refused_mark = probes.ProbeResult(probes.Claim("", "", ""), probes.REFUSED).mark()
+taken_when: dict[str, list[str]] = {}
+for checked in conditions:
+    taken_when.setdefault(checked.condition.target, []).append(checked.condition.text)
+matrix_header, matrix_rows = probes.matrix(results, extra, conditions)
+facts.record_table("matrix", [*matrix_header[:-1], "Taken only when"],
+                   [[row[0], *(REFUSED_WORD if mark == refused_mark else mark for mark in row[1:-1]),
+                     "; ".join(taken_when.get(row[0], [])) or "-"] for row in matrix_rows])
+for name, mark in (("verified", "✓"), ("failed", "✗"), ("refused", REFUSED_WORD),
+                   ("not_claimed", probes.NOT_CLAIMED_MARK)):
     facts.record(f"mark_{name}", mark)
+# Where upstream's operator list differs, the page says what the installed code does. avg_pool2d: upstream lists
+# static int8; here its config claims fp32 only and XNNPACKQuantizer has a pattern for adaptive_avg_pool2d but
+# none for avg_pool2d, so PT2E leaves the pooling in floating point.
+quantizer_patterns = {pattern.name for pattern in XNNPACKQuantizer.SUPPORTED_PATTERNS}
+assert "adaptive_avg_pool2d" in quantizer_patterns and "avg_pool2d" not in quantizer_patterns, quantizer_patterns
+avg_pool_precisions = [c.precision for c in site_claims if c.target == "avg_pool2d.default"]
+assert avg_pool_precisions == [probes.FP32], avg_pool_precisions
+facts.record("avg_pool2d_precisions", avg_pool_precisions, ", ".join(avg_pool_precisions))
+# elu: upstream lists it; the installed config list leaves EluConfig out, so no row here.
+assert "elu.default" not in {c.target for c in site_claims}
 facts.record("operators", len(rows))
 facts.record("claims", len(results))
 facts.record("verified", status_counts[probes.VERIFIED])

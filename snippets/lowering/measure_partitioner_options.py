@@ -3,23 +3,47 @@ What each XnnpackPartitioner option does
 ========================================
 
 ``XnnpackPartitioner`` decides which parts of a graph XNNPACK runs. This
-recipe reads the options of the installed version from its signature, then
-lowers a small fp32 model with ``per_op_mode`` and ``configs`` changed and
-measures what changed: delegate calls, operators left outside XNNPACK, and
-whether the ``.pte`` still runs and matches eager PyTorch. The other options
-have recipes of their own: :doc:`per_op_mode and peak memory
-<measure_partitioner_per_op_mode_memory>`, :doc:`verbose
+recipe lowers a model with the default partitioner, reads the installed
+options from its signature, then changes ``per_op_mode`` and ``configs`` on
+a small fp32 model and measures delegate calls, operators left outside
+XNNPACK, and whether the ``.pte`` still matches eager PyTorch. :doc:`verbose
 <measure_partitioner_verbose_logging>`, :doc:`the configs' keywords
 <measure_partitioner_config_keywords>` and :doc:`config_precisions
-<measure_partitioner_config_precisions_int8>`.
+<measure_partitioner_config_precisions_int8>` have recipes of their own.
 """
+
+# %%
+# The shortest lowering
+# ---------------------
+# One default partitioner takes every operator XNNPACK supports.
+
+# [start partitioner_usage]
+import torch
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+from executorch.backends.xnnpack.utils.configs import get_transform_passes
+from executorch.exir import to_edge_transform_and_lower
+
+model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU()).eval()
+example_inputs = (torch.randn(2, 16),)
+program = to_edge_transform_and_lower(
+    torch.export.export(model, example_inputs),
+    transform_passes=get_transform_passes(),
+    partitioner=[XnnpackPartitioner()],
+).to_executorch()
+with open("partitioner_usage.pte", "wb") as file:
+    file.write(program.buffer)
+# [end partitioner_usage]
+
+# sphinx_gallery_start_ignore
+from executorch.runtime import Runtime
+usage_output = Runtime.get().load_program("partitioner_usage.pte").load_method("forward")
+torch.testing.assert_close(usage_output.execute(list(example_inputs))[0], model(*example_inputs))
+# sphinx_gallery_end_ignore
 
 # %%
 # The options of the installed partitioner
 # ----------------------------------------
-# Its own parameters come from ``__init__``'s signature; any other keyword
-# argument is handed to every partitioner config, whose base class reads the
-# names listed after them.
+# Its own parameters, then the keywords it hands to every config.
 
 # [start partitioner_signature]
 import inspect
@@ -28,7 +52,6 @@ import re
 from executorch.backends.xnnpack.partition.config.xnnpack_config import (
     XNNPartitionerConfig,
 )
-from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 
 for name, parameter in inspect.signature(
     XnnpackPartitioner.__init__
@@ -58,8 +81,7 @@ facts.record("option_count", len(option_rows))
 # %%
 # Ready-made subclasses
 # ---------------------
-# The module also defines subclasses that fix ``config_precisions``. Which
-# precisions each one enables is read from its configs after construction.
+# Subclasses that fix ``config_precisions``, read from their configs.
 
 # [start partitioner_subclasses]
 import executorch.backends.xnnpack.partition.xnnpack_partitioner as partitioner_module
@@ -93,11 +115,9 @@ facts.record_table(
 # %%
 # Reading a lowered graph
 # -----------------------
-# In a lowered graph, each ``executorch_call_delegate`` node is one call into
-# XNNPACK. Its first argument names the lowered module (which keeps the
-# graph XNNPACK was given); the other arguments are the tensors passed in on
-# every call. Operator nodes other than these and the ``getitem`` nodes that
-# unpack a delegate's outputs run on ExecuTorch's CPU kernels.
+# Each ``executorch_call_delegate`` node is one call into XNNPACK; its first
+# argument names the lowered module. Other operator nodes (but the
+# ``getitem`` nodes unpacking outputs) run on ExecuTorch's CPU kernels.
 
 # [start read_delegation]
 import operator
@@ -148,10 +168,7 @@ def describe(counts: Counter) -> str:
 # which rewrites it), runs the ``.pte`` and compares it with eager PyTorch.
 
 # [start options_model]
-import torch
 import torch.nn.functional as F
-from executorch.backends.xnnpack.utils.configs import get_transform_passes
-from executorch.exir import to_edge_transform_and_lower
 from executorch.runtime import Runtime
 
 
@@ -216,10 +233,8 @@ print(
 # %%
 # ``per_op_mode``: one delegate per operator
 # ------------------------------------------
-# By default the partitioner merges neighbouring supported operators into
-# one delegate. With ``per_op_mode=True`` every match (an operator and the
-# nodes it needs, such as its weights) becomes its own delegate: more calls
-# into XNNPACK, each crossing back to the runtime.
+# Each match (an operator and the nodes it needs, such as its weights)
+# becomes its own delegate instead of merging with its neighbours.
 
 # [start per_op_mode]
 per_op = lower_and_check(
@@ -241,12 +256,9 @@ assert per_op["delegate calls"] > default["delegate calls"] and not per_op["outs
 # %%
 # ``configs``: which operators XNNPACK may take
 # ---------------------------------------------
-# ``configs`` replaces the full list (``ALL_PARTITIONER_CONFIGS``) with the
-# config classes given. Configs also tell ``to_edge_transform_and_lower``
-# which operators to keep whole: without ``LinearConfig`` and
-# ``MaxPool2dConfig``, ``linear`` is decomposed into ``permute_copy`` and
-# ``addmm``, and max pooling into ``max_pool2d_with_indices``, all left to
-# the CPU kernels.
+# The config classes given replace ``ALL_PARTITIONER_CONFIGS``. They also name
+# the operators to keep whole: without ``LinearConfig``, ``linear`` is
+# decomposed into ``permute_copy`` and ``addmm``, left to the CPU kernels.
 
 # [start configs_option]
 from executorch.backends.xnnpack.partition.config import ALL_PARTITIONER_CONFIGS
@@ -275,11 +287,8 @@ facts.record("all_configs_count", len(ALL_PARTITIONER_CONFIGS))
 facts.record("per_op_calls", per_op["delegate calls"])
 facts.record("default_calls", default["delegate calls"])
 facts.record("configs_outside", describe(only_conv_relu["outside"]))
-measured = [
-    ("(defaults)", default),
-    ("per_op_mode=True", per_op),
-    ("configs=[ConvolutionConfig, ReLUConfig]", only_conv_relu),
-]
+measured = [("(defaults)", default), ("per_op_mode=True", per_op),
+            ("configs=[ConvolutionConfig, ReLUConfig]", only_conv_relu)]
 facts.record_table(
     "measured",
     ["Option", "Model", "Delegate calls", "Inputs per delegate call",

@@ -12,6 +12,7 @@ shows the two fixes: export a dynamic dimension, or convert the input.
 # A model exported for a batch of two
 # -----------------------------------
 
+# [start inputs_model]
 import torch
 
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
@@ -35,13 +36,12 @@ with open("runtime_inputs_static.pte", "wb") as file:
 
 program = Runtime.get().load_program("runtime_inputs_static.pte")
 forward = program.load_method("forward")
+# [end inputs_model]
 
 # %%
 # Ask the method what it expects
 # ------------------------------
-# ``Program.metadata`` reads the method's input and output specifications
-# from the file, without running anything: the first thing to print when an
-# input is refused.
+# ``Program.metadata`` reads its inputs and outputs without running it.
 
 # [start inputs_metadata]
 print(program.metadata("forward"))

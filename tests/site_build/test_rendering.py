@@ -10,7 +10,10 @@ section and Sphinx's index and search pages) and in every download:
   cannot paste;
 * **long commands**: a command line in a code block of a reader page wider than
   :data:`xnnguide.core.reader_code.WIDTH` columns (it scrolls sideways at 1400 px, the more on a phone);
-* **the site's machinery**: a stamp naming a file of the site's source tree, a region marker in a download.
+* **the site's machinery**: a stamp naming a file of the site's source tree, a region marker in a download;
+* **test-report wording**: the build or its tests as the subject of reader prose, notes on the machine's load
+  outside a collapsed block;
+* **a page that links to itself**, as a shared paragraph included on the page it points to does.
 
 Layout (tables and the right-hand contents at 1400 px) is checked in a browser, in ``test_browser.py``.
 Each check is tried on a small page it must flag and one it must pass, so that it can fail.
@@ -128,8 +131,6 @@ def smartened_commands(html: str) -> list[str]:
         if code.find_parent(class_="sphx-glr-script-out") or code.find_parent("pre") is not None:
             continue  # a recipe's printed output quotes what the program printed
         text = code.get_text()
-        if len(text.strip()) == 1:
-            continue  # a symbol a legend explains (the operator matrix's – for refused), not a command
         found += [_around(text, match) for match in TYPOGRAPHIC.finditer(text)]
     return found
 
@@ -143,7 +144,9 @@ def test_smartened_commands_are_found_in_headers_prose_and_code_and_not_in_outpu
                                   "<code>cmake --build out</code></p><div class='sphx-glr-script-out'>"
                                   "<div class='highlight-none'><pre>error: ‘x’ was not declared</pre></div></div>"
                                   "</main>")
-    assert not smartened_commands("<main><p><code>✓</code> verified; <code>–</code> refused</p></main>")
+    # A legend's one-character mark is code like any other: a dash there is flagged, a word or a tick is not.
+    assert smartened_commands("<main><p><code>✓</code> verified; <code>–</code> refused</p></main>")
+    assert not smartened_commands("<main><p><code>✓</code> verified; <code>refused</code> refused</p></main>")
 
 
 def test_no_reader_page_shows_a_command_with_typographic_dashes_or_quotes(built_site):
@@ -275,6 +278,77 @@ def test_no_download_carries_a_region_marker(built_site):
     found = {path.relative_to(built_site).as_posix(): markers for path in downloads
              if (markers := download_markers(path))}
     assert not found, _report(found, "region markers in downloads")
+
+
+# ---------------------------------------------------------------- test-report wording in reader prose
+
+#: How a test report or a build log talks, which a reader's page should not (issue 49): the build and its tests as
+#: the subject of a sentence, and notes on the machine's load. Found on today's pages; a note on the machine's
+#: load belongs in a collapsed "How this was checked" block or on the recipe's page, which this check skips.
+BUILD_REPORT = re.compile(
+    r"\b(?:this build\b|(?:by|in) that build\b"
+    r"|the build(?:'s|’s)? (?:ran|runs|run|stopped|stops|found|finds|measured|measures|fails|failed|took|timed|checks"
+    r"|checked|asserts|records|recorded|inserted|machine|asks|cannot|can't|can’t|does not|doesn't|doesn’t|did not"
+    r"|trains|trained)\b"
+    r"|(?:measured|inserted|run|ran|found|checked|reproduced|trained|timed) (?:by|in|during|when) (?:the|each) build\b"
+    r"|while the (?:site|build) (?:builds|is built|runs)|trains while|as the site builds"
+    r"|busy machine|other work (?:took|had|used|shared)|of the machine meanwhile|machine[- ]load"
+    r"|an?(?:other)? test (?:reads|checks|fails|runs)|(?:the )?tests (?:check|read|run|fail)\b"
+    r"|the test (?:reads|checks|fails)"
+    r"|the recipe fails unless|stopped its other recipes)",
+    re.IGNORECASE)
+
+#: Reader pages checked for it: every reader page but the recipes' own pages (the gallery), which report how the
+#: recipe was checked, and the page that explains what the stamps promise, whose subject is the build.
+BUILD_REPORT_SKIPPED = ("gallery/", "explanation/verified.html")
+
+
+def build_report_wording(html: str) -> list[str]:
+    """Phrases of a test report or build log in *html*'s prose, outside code, stamps and collapsed blocks."""
+    root = article(html)
+    for collapsed in root.select("details, .xnnguide-stamp"):
+        collapsed.decompose()
+    return [_around(text, match) for text in _prose(root) for match in BUILD_REPORT.finditer(text)]
+
+
+def test_build_report_wording_is_found_in_prose_and_captions_and_not_in_dropdowns_or_code():
+    assert build_report_wording("<main><p>The build stopped its other recipes while timing.</p></main>")
+    assert build_report_wording("<main><p>(timed on a busy machine: other work took 45 % of it)</p></main>")
+    assert build_report_wording("<main><p>A test reads the right-hand column and fails.</p></main>")
+    assert build_report_wording("<main><table><caption>Measured by this build</caption></table></main>")
+    assert build_report_wording("<main><p>The model trains while the site builds.</p></main>")
+    assert not build_report_wording("<main><p>Build the runner with CMake; the build folder is out/.</p>"
+                                    "<details><summary>How this was checked</summary><p>This build ran on a busy "
+                                    "machine.</p></details><pre>the build stopped</pre>"
+                                    "<div class='xnnguide-stamp'>Verified by running this build</div></main>")
+
+
+def test_no_reader_page_reads_like_a_test_report(built_site):
+    found = {page: problems for page, problems in _on_reader_pages(build_report_wording).items()
+             if not page.startswith(BUILD_REPORT_SKIPPED)}
+    assert not found, _report(found, "test-report phrases in reader prose")
+
+
+# ---------------------------------------------------------------- a page that links to itself
+
+def self_links(html: str) -> list[str]:
+    """Links in *html*'s article to the page it is on as a whole (Sphinx writes a ``{doc}`` link to the current
+    page as ``href="#"``), such as a shared paragraph included on the page it points to; links to a section are
+    fine."""
+    return [" ".join(link.get_text().split()) for link in article(html).select("a[href='#']")
+            if "headerlink" not in link.get("class", [])]
+
+
+def test_self_links_are_found_and_section_links_are_not():
+    assert self_links('<main><p>See <a class="reference internal" href="#"><span class="doc">Export</span></a>.</p>'
+                      "</main>") == ["Export"]
+    assert not self_links('<main><h2>A<a class="headerlink" href="#">#</a></h2><p><a href="#a-section">below</a>'
+                          '</p><p><a href="other.html">other</a></p></main>')
+
+
+def test_no_reader_page_links_to_itself(built_site):
+    found = _on_reader_pages(self_links)
+    assert not found, _report(found, "links to the page they sit on")
 
 
 # ---------------------------------------------------------------- the mechanisms, on a small site
