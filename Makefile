@@ -130,7 +130,7 @@ STATIC_TESTS := $(wildcard tests/static/test_*.py)
 check: venv ## fast static checks (drift rules, reader code, README copies, pins, CI workflows); runs no recipe, lowers no model
 	$(BIN)/actionlint $(wildcard .github/workflows/*.yml)
 	$(BIN)/python -m xnnguide.doccheck $(DOCCHECK_PATHS)
-	$(BIN)/python -m xnnguide.core.reader_code $(DOCCHECK_PATHS)
+	$(BIN)/python -m xnnguide.doccheck.reader_code $(DOCCHECK_PATHS)
 	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not build" $(PYTEST_ARGS) $(STATIC_TESTS)
 
 print-static-tests: ## list the files `make check` runs

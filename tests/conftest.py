@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from xnnguide.core import reader_code
+from xnnguide.doccheck import reader_code
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -85,7 +85,7 @@ def pytest_collection_modifyitems(items):
 # ---------------------------------------------------------------- a page as a reader copies it
 
 #: Pages that walk a reader through recipes, and those recipes: one source, the rule that proves each walk-through
-#: pasted in page order is the build's run (xnnguide.core.reader_code.walk_through_problems, run by `make check`).
+#: pasted in page order is the build's run (xnnguide.doccheck.reader_code.walk_through_problems, run by `make check`).
 WALKED_THROUGH = reader_code.WALKED_THROUGH
 
 _INCLUDE = re.compile(r"^```\{literalinclude\}\s+(\S+)\n(.*?)^```", re.DOTALL | re.MULTILINE)

@@ -1,6 +1,6 @@
 """The machinery behind the executed XNNPACK lowering guide; readers never import it.
 
-Code a reader sees or downloads uses public packages only (:mod:`xnnguide.core.reader_code` checks that).
+Code a reader sees or downloads uses public packages only (:mod:`xnnguide.doccheck.reader_code` checks that).
 The package has two layers, and ``tests/static/test_layers.py`` reads every import to keep them:
 
 * :mod:`xnnguide.core`, the bottom: run records, facts, regions, the environment, reading delegation,

@@ -22,7 +22,7 @@ import pytest
 
 from conftest import BUILD, DOCS, GALLERY, HTML, SNIPPETS, recipe
 
-from xnnguide.core.reader_code import reader_source
+from xnnguide.core.reader_copy import reader_source
 from xnnguide.core.recipes import recipe_files
 
 pytestmark = pytest.mark.build

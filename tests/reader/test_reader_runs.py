@@ -3,7 +3,7 @@
 A reader's download is the recipe less its hidden blocks and the site's lines: the ``.py`` byte for byte, the
 notebook statement for statement (``test_site_files.py``). The build ran every recipe and it passed
 (``test_recipes_ran.py``), and hidden blocks bind no name the reader's code reads and import no module it does not
-(``python -m xnnguide.core.reader_code``, run by ``make check``): so each download runs as the build's run minus
+(``python -m xnnguide.doccheck.reader_code``, run by ``make check``): so each download runs as the build's run minus
 its hidden blocks, and none is run again here but one, the witness that a reader's set-up runs it as the build
 did. It is a notebook, run through nbclient in a kernel that has no ``xnnguide`` (this checkout off the module
 path, an empty folder), because a ``.py`` run in the same set-up is already witnessed by the pasted tutorial

@@ -1,7 +1,7 @@
 """The tutorial, pasted in page order, runs for a reader: the witness of the rule that spares the other runs.
 
 A reader pastes a walk-through's blocks in page order and runs them. For every page of ``WALKED_THROUGH``
-(``xnnguide.core.reader_code``) the rule ``walk_through_problems`` proves, without running anything, that this is
+(``xnnguide.doccheck.reader_code``) the rule ``walk_through_problems`` proves, without running anything, that this is
 the code the build ran, in the build's order, and that nothing the page leaves out (hidden blocks, visible code it
 does not show) binds, imports or changes what the shown code uses before it runs; ``make check`` and CI's drift
 phase run it, and ``tests/static/test_reader_code.py`` shows it failing. The build ran every recipe and it passed
@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, WALKED_THROUGH, pasted_in_page_order, reader_environment, run_as_reader, statements
 
-from xnnguide.core.reader_code import walk_through_problems
+from xnnguide.doccheck.reader_code import walk_through_problems
 from xnnguide.core.regions import copied_blocks
 
 pytestmark = pytest.mark.build

@@ -9,7 +9,7 @@ section and Sphinx's index and search pages) and in every download:
   and table headers; a dash that starts a word, or any dash or curly quote inside code, is a command a reader
   cannot paste;
 * **long commands**: a command line in a code block of a reader page wider than
-  :data:`xnnguide.core.reader_code.WIDTH` columns (it scrolls sideways at 1400 px, the more on a phone);
+  :data:`xnnguide.doccheck.reader_code.WIDTH` columns (it scrolls sideways at 1400 px, the more on a phone);
 * **the site's machinery**: a stamp naming a file of the site's source tree, a region marker in a download;
 * **test-report wording**: the build or its tests as the subject of reader prose, notes on the machine's load
   outside a collapsed block;
@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from conftest import HTML
-from xnnguide.core.reader_code import WIDTH
+from xnnguide.doccheck.reader_code import WIDTH
 
 pytestmark = pytest.mark.build
 

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import DOCS, GALLERY, SNIPPETS, soup, statements
 
-from xnnguide.core.reader_code import reader_source
+from xnnguide.core.reader_copy import reader_source
 from xnnguide.core.recipes import recipe_files
 
 #: Lines that are the site's, not the reader's.
@@ -63,7 +63,7 @@ def test_every_internal_link_and_anchor_resolves(built_site):
 
 def test_every_recipe_page_offers_the_reader_copy_as_py_ipynb_and_zip(built_site):
     # What a reader downloads is the recipe without the site's own lines:
-    # no ignore block, no region marker, no xnnguide (xnnguide.core.reader_code).
+    # no ignore block, no region marker, no xnnguide (xnnguide.doccheck.reader_code).
     for source in recipe_files(SNIPPETS):
         page = built_site / "gallery" / source.relative_to(SNIPPETS).with_suffix(".html")
         links = [link for link in parse(page).links if "_downloads/" in link]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, pasted_in_page_order
 
-from xnnguide.core.reader_code import (
+from xnnguide.doccheck.reader_code import (
     HIDDEN_IMPORTS_NOT_MOVED_YET,
     PRIVATE_ALLOWED,
     WALKED_THROUGH,
@@ -119,10 +119,10 @@ def test_the_command_names_each_problem_and_fails(tmp_path):
     text = RECIPE.replace("print(model", "print(facts, model")
     bad = write(tmp_path, "bad.py", text)
     line = text.splitlines().index("print(facts, model(torch.ones(1, 2)))") + 1
-    done = subprocess.run([sys.executable, "-m", "xnnguide.core.reader_code", str(bad)], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "xnnguide.doccheck.reader_code", str(bad)], cwd=ROOT,
                           capture_output=True, text=True)
     assert done.returncode == 1 and f"{bad}:{line}: reader code: undefined name 'facts'" in done.stdout
-    missing = subprocess.run([sys.executable, "-m", "xnnguide.core.reader_code", str(tmp_path / "nope.py")], cwd=ROOT,
+    missing = subprocess.run([sys.executable, "-m", "xnnguide.doccheck.reader_code", str(tmp_path / "nope.py")], cwd=ROOT,
                              capture_output=True, text=True)
     assert missing.returncode == 2 and missing.stderr.startswith("error: no such file or folder")
 
@@ -406,7 +406,7 @@ def test_make_check_runs_the_walk_through_rule_on_a_real_page(tmp_path):
     text = recipe.read_text(encoding="utf-8")
     recipe.write_text(text.replace("# [start one_call]", "# sphinx_gallery_start_ignore\ntorch.manual_seed(1)\n"
                                    "# sphinx_gallery_end_ignore\n\n# [start one_call]", 1), encoding="utf-8")
-    done = subprocess.run([sys.executable, "-m", "xnnguide.core.reader_code", str(tmp_path / "docs")], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "xnnguide.doccheck.reader_code", str(tmp_path / "docs")], cwd=ROOT,
                           capture_output=True, text=True)
     line = line_in(recipe, "torch.manual_seed(1)")
     assert done.returncode == 1 and done.stdout.startswith(

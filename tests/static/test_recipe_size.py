@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import SNIPPETS
 
-from xnnguide.core.reader_code import MAX_HIDDEN_SHARE, MAX_RECIPE_LINES, hidden_line_count, size_problems
+from xnnguide.doccheck.reader_code import MAX_HIDDEN_SHARE, MAX_RECIPE_LINES, hidden_line_count, size_problems
 from xnnguide.core.recipes import recipe_files, shown
 
 pytestmark = pytest.mark.static

@@ -16,7 +16,7 @@ from pathlib import Path
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-from xnnguide.core import reader_code
+from xnnguide.core import reader_copy
 from xnnguide.core.recipes import missing_requirements, recipe_files, shown
 from xnnguide.core.records import load_run_record, records_dir, stale_reason, write_run_record
 from xnnguide.site import recipe_output, runs
@@ -58,7 +58,7 @@ def after_gallery(app: Sphinx) -> None:
     build writes what readers download, without the site's own lines."""
     gallery, snippets = runs.gallery_dir(app), Path(app.confdir) / "snippets"
     if not (app.config.xnnguide_recipe and app.builder.name == "html"):
-        reader_code.write_downloads(gallery, snippets)
+        reader_copy.write_downloads(gallery, snippets)
         return
     gallery_conf, name = app.config.sphinx_gallery_conf, app.config.xnnguide_recipe
     failing = {Path(src).stem: error for src, error in gallery_conf.get("failing_examples", {}).items()}

@@ -3,7 +3,7 @@ cards that say what each recipe does.
 
 Region markers serve ``literalinclude`` and the drift checker, not readers: gallery pages lose them as they are
 read, and every file a page offers with ``{download}`` once Sphinx has copied it (:func:`strip_download_markers`;
-the recipes' own downloads are :func:`xnnguide.core.reader_code.write_downloads`'). On index pages, :func:`cards`
+the recipes' own downloads are :func:`xnnguide.core.reader_copy.write_downloads`'). On index pages, :func:`cards`
 shows each recipe's first sentence and drops the placeholder image of a recipe that draws no figure.
 """
 

@@ -36,7 +36,7 @@ def phases(args: argparse.Namespace) -> dict[str, list[list[str]]]:
         "build": [[*shlex.split(args.offline), python, "-m", "xnnguide.site.run_shards", "--jobs", str(args.jobs),
                    "--", *sphinx]],
         "drift": [[python, "-m", "xnnguide.doccheck", "--build", *DOCCHECK_PATHS],
-                  [python, "-m", "xnnguide.core.reader_code", *DOCCHECK_PATHS]],
+                  [python, "-m", "xnnguide.doccheck.reader_code", *DOCCHECK_PATHS]],
         "tests": [[python, "-m", "pytest", "-n", str(args.pytest_jobs), "--dist", "loadfile", "--no-loadscope-reorder",
                    f"--durations={args.durations}", *shlex.split(args.pytest_args)]],
         "linkcheck": [[args.make, "--no-print-directory", "linkcheck"]],
