@@ -9,18 +9,16 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, pasted_in_page_order
 
+from xnnguide.core.reader_copy import ReaderCodeError, reader_lines, reader_source
+from xnnguide.core.regions import read_regions
 from xnnguide.doccheck.reader_code import (
     HIDDEN_IMPORTS_NOT_MOVED_YET,
     PRIVATE_ALLOWED,
     WALKED_THROUGH,
-    ReaderCodeError,
     check,
-    reader_lines,
-    reader_source,
     walk_through_problems,
     walked_through,
 )
-from xnnguide.core.regions import read_regions
 
 pytestmark = pytest.mark.static
 
