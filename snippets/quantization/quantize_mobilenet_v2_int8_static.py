@@ -102,7 +102,6 @@ assert sqnr >= MIN_SQNR_DB, f"SQNR {sqnr:.1f} dB"
 # partitioner hands each quantize/dequantize group around a convolution, an
 # addition or a linear layer to XNNPACK as one int8 operator.
 
-# [start quant_static_fp32]
 import os
 
 from executorch.devtools.backend_debug import get_delegation_info
@@ -117,7 +116,6 @@ with open("mobilenet_v2_fp32.pte", "wb") as file:
 fp32_delegation = get_delegation_info(fp32_edge_program.exported_program().graph_module)
 int8_delegation = get_delegation_info(edge_program.exported_program().graph_module)
 print(int8_delegation.get_summary())
-# [end quant_static_fp32]
 
 # %%
 # Run both programs on more inputs
