@@ -197,24 +197,15 @@ assert (
 
 # Does the SQNR discriminate? The same outputs paired with the wrong references
 # (each .pte output against the eager output of the next input) must score lower.
-mismatched = compute_error(
-    outputs["int8 eager"].roll(1, dims=0), outputs["int8 .pte"]
-).item()
+mismatched = compute_error(outputs["int8 eager"].roll(1, dims=0), outputs["int8 .pte"]).item()
 assert mismatched < sqnr_vs_int8_eager, f"mismatched pairs reach {mismatched:.1f} dB"
 # Quantization's own noise, eager int8 against eager fp32.
 quantization_sqnr = compute_error(outputs["fp32 eager"], outputs["int8 eager"]).item()
 # What top-1 agreement is worth on this untrained network: how many classes fp32
 # picks at all, and how often outputs of different inputs agree (chance).
 classes = outputs["fp32 eager"].argmax(dim=1).unique().numel()
-top1_chance = (
-    (
-        outputs["int8 .pte"].argmax(dim=1)
-        == outputs["int8 eager"].roll(1, dims=0).argmax(dim=1)
-    )
-    .float()
-    .mean()
-    .item()
-)
+shifted_classes = outputs["int8 eager"].roll(1, dims=0).argmax(dim=1)
+top1_chance = (outputs["int8 .pte"].argmax(dim=1) == shifted_classes).float().mean().item()
 assert top1_agreement("fp32 .pte", "fp32 eager") == 1.0
 
 
