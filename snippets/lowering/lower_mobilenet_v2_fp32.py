@@ -5,7 +5,7 @@ Lower MobileNet V2 to XNNPACK in fp32
 This recipe takes torchvision's MobileNet V2 from eager PyTorch to a ``.pte``
 file whose operators run on XNNPACK, runs that file on the ExecuTorch
 runtime, and checks it against eager PyTorch. It is the recipe the
-:doc:`overview </overview>` walks through.
+:doc:`Get-started tutorial </tutorial/get_started>` walks through.
 """
 
 # %%
