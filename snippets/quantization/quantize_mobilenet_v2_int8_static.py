@@ -42,7 +42,9 @@ comes with ``torch``, ``torchvision``, ``torchao`` and ``executorch``.
 # [start quant_static_complete]
 import torch
 import torchvision
-from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import (
+    XnnpackPartitioner,
+)
 from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
     XNNPACKQuantizer,
     get_symmetric_quantization_config,
@@ -56,7 +58,9 @@ from torchao.quantization.utils import compute_error
 torch.manual_seed(0)
 model = torchvision.models.mobilenet_v2(weights=None).eval()
 example_inputs = (torch.randn(1, 3, 224, 224),)
-for layer in model.modules():  # random weights only: give batch norm real statistics
+# Random weights only: one batch in training mode gives batch norm
+# real statistics.
+for layer in model.modules():
     if isinstance(layer, torch.nn.BatchNorm2d):
         layer.momentum = None
 with torch.no_grad():
@@ -67,11 +71,12 @@ model.eval()
 quantizer = XNNPACKQuantizer().set_global(
     get_symmetric_quantization_config(is_per_channel=True)
 )
-prepared = prepare_pt2e(torch.export.export(model, example_inputs).module(), quantizer)
-calibration_generator = torch.Generator().manual_seed(1)
+exported = torch.export.export(model, example_inputs).module()
+prepared = prepare_pt2e(exported, quantizer)
+calibration = torch.Generator().manual_seed(1)
 with torch.no_grad():
     for _ in range(8):
-        prepared(torch.randn(1, 3, 224, 224, generator=calibration_generator))
+        prepared(torch.randn(1, 3, 224, 224, generator=calibration))
 quantized_model = convert_pt2e(prepared)
 
 # Lower and save exactly as an fp32 model.
@@ -85,7 +90,8 @@ with open("mobilenet_v2_int8_static.pte", "wb") as file:
 
 # Run the .pte and compare it with the quantized eager model.
 int8_program = Runtime.get().load_program("mobilenet_v2_int8_static.pte")
-pte_output = int8_program.load_method("forward").execute(list(example_inputs))[0]
+int8_method = int8_program.load_method("forward")
+pte_output = int8_method.execute(list(example_inputs))[0]
 with torch.no_grad():
     eager_output = quantized_model(*example_inputs)
 MIN_SQNR_DB = 10.0  # the int8 .pte against its int8 eager model
@@ -137,7 +143,6 @@ runtime = Runtime.get()
 # Keep each Program referenced while its method runs: the method lives in it.
 fp32_program = runtime.load_program("mobilenet_v2_fp32.pte")
 fp32_method = fp32_program.load_method("forward")
-int8_method = int8_program.load_method("forward")
 
 outputs = {"fp32 eager": [], "int8 eager": [], "fp32 .pte": [], "int8 .pte": []}
 with torch.no_grad():
