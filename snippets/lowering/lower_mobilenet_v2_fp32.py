@@ -5,50 +5,45 @@ Lower MobileNet V2 to XNNPACK in fp32
 This recipe takes torchvision's MobileNet V2 from eager PyTorch to a ``.pte``
 file whose operators run on XNNPACK, runs that file on the ExecuTorch
 runtime, and checks it against eager PyTorch. It is the recipe the
-:doc:`overview </overview>` walks through.
+:doc:`Get-started tutorial </tutorial/get_started>` walks through.
 """
 
 # %%
 # Build the model
 # ---------------
 # ``weights=None`` gives randomly initialised weights, so nothing is
-# downloaded. Its batch-norm layers, though, still hold their initial
-# statistics (mean 0, variance 1), which do not match the activations: the
-# outputs shrink layer by layer to about ``1e-9``, where any tolerance passes.
-# So the model first sees a few batches of random images in training mode,
-# which is how batch norm measures real statistics; ``momentum=None`` makes
-# each layer average over all the batches equally. Only the running
-# statistics change, no weight does. Then ``eval()``, which export needs:
-# only then are batch norm and dropout captured with their inference
-# behaviour.
+# downloaded. Export needs the model in ``eval()`` mode, so that batch norm
+# and dropout are captured with their inference behaviour, and one example
+# input per argument of ``forward``.
 
 # [start model]
 import torch
 import torchvision
 
-
-def calibrate_batchnorm(model, batches=4, batch_size=8):
-    norms = [
-        module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)
-    ]
-    momenta = [norm.momentum for norm in norms]
-    for norm in norms:
-        norm.reset_running_stats()
-        norm.momentum = None  # a cumulative average over the batches below
-    generator = torch.Generator().manual_seed(0)
-    model.train()
-    with torch.no_grad():
-        for _ in range(batches):
-            model(torch.randn(batch_size, 3, 224, 224, generator=generator))
-    for norm, momentum in zip(norms, momenta):
-        norm.momentum = momentum
-    return model.eval()  # export needs batch norm and dropout in inference mode
-
-
 torch.manual_seed(0)
-model = calibrate_batchnorm(torchvision.models.mobilenet_v2(weights=None))
+model = torchvision.models.mobilenet_v2(weights=None).eval()
 example_inputs = (torch.randn(1, 3, 224, 224),)
 # [end model]
+
+# %%
+# Random weights need batch-norm statistics
+# -----------------------------------------
+# A random network's batch-norm layers still hold their initial statistics
+# (mean 0, variance 1), which do not match its activations: the outputs
+# shrink layer by layer to about ``1e-9``, where any tolerance passes. One
+# batch of random images in training mode lets each layer measure real
+# statistics; ``momentum=None`` makes it keep that batch's statistics instead
+# of blending them with the initial ones. No weight changes. A trained model
+# skips this step.
+
+# [start batchnorm_statistics]
+for layer in model.modules():
+    if isinstance(layer, torch.nn.BatchNorm2d):
+        layer.momentum = None  # keep the batch's statistics, not a blend
+with torch.no_grad():
+    model.train()(torch.randn(16, 3, 224, 224))
+model.eval()
+# [end batchnorm_statistics]
 
 # %%
 # Export, lower to XNNPACK, serialise

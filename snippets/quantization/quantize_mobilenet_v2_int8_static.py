@@ -13,150 +13,127 @@ comes with ``torch``, ``torchvision``, ``torchao`` and ``executorch``.
 """
 
 # %%
-# The fp32 model and its calibration data
-# ---------------------------------------
-# As in :doc:`/gallery/lowering/lower_mobilenet_v2_fp32`, the weights are random
-# (``weights=None``: nothing is downloaded). Random weights with default
-# batch-norm statistics (mean 0, variance 1) shrink the activations layer by
-# layer until the logits are near zero, which would make every comparison
-# below pass. So the batch-norm layers first measure real statistics: a few
-# batches of standard-normal images go through the model in training mode,
-# with ``momentum=None`` so that each layer averages over all of them. No
-# weight changes, only the running statistics.
+# MobileNet V2 in int8, start to finish
+# -------------------------------------
+# The whole path in one block. PT2E quantization works on the exported ATen
+# graph: the ``XNNPACKQuantizer`` marks the operator patterns XNNPACK runs in
+# int8 (``is_per_channel=True``: one weight scale per output channel),
+# ``prepare_pt2e`` inserts observers, calibration inputs flow through so that
+# they record value ranges, and ``convert_pt2e`` replaces them with
+# quantize/dequantize operators. The result still runs in eager PyTorch,
+# simulating int8 in float arithmetic: it is the reference the ``.pte`` is
+# checked against. Lowering is the same as for an fp32 model.
 #
-# Static quantization freezes activation ranges into the program, so the
-# calibration data must look like what the model will see: here that is the
-# same standard-normal distribution, drawn with a different seed than the
-# test input.
+# The weights are random (``weights=None``: nothing is downloaded), so batch
+# norm first measures real statistics on one batch, as in
+# :doc:`/gallery/lowering/lower_mobilenet_v2_fp32`. Static quantization
+# freezes activation ranges into the program, so calibration inputs must look
+# like what the model will see: here the same standard-normal distribution,
+# drawn with another seed.
+#
+# The ``.pte`` agrees with the int8 eager model, but not bitwise: eager
+# PyTorch simulates int8 in float while XNNPACK computes in integers, so a
+# value near a rounding boundary lands one step apart. The measure is the
+# signal-to-quantization-noise ratio (SQNR) in dB,
+# ``20 log10(||reference|| / ||output - reference||)``, torchao's
+# ``compute_error``: independent of the outputs' scale, and every 20 dB is a
+# tenfold smaller error.
 
+# [start quant_static_complete]
 import torch
 import torchvision
-
-
-def calibrate_batchnorm(model, batches=4, batch_size=8):
-    norms = [
-        module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)
-    ]
-    momenta = [norm.momentum for norm in norms]
-    for norm in norms:
-        norm.reset_running_stats()
-        norm.momentum = None  # a cumulative average over the batches below
-    generator = torch.Generator().manual_seed(0)
-    model.train()
-    with torch.no_grad():
-        for _ in range(batches):
-            model(torch.randn(batch_size, 3, 224, 224, generator=generator))
-    for norm, momentum in zip(norms, momenta):
-        norm.momentum = momentum
-    return model.eval()  # export needs batch norm and dropout in inference mode
-
-
-torch.manual_seed(0)
-model = calibrate_batchnorm(torchvision.models.mobilenet_v2(weights=None))
-
-example_inputs = (torch.randn(1, 3, 224, 224),)
-
-calibration_generator = torch.Generator().manual_seed(1)
-calibration_inputs = [
-    (torch.randn(1, 3, 224, 224, generator=calibration_generator),) for _ in range(8)
-]
-
-# %%
-# Quantize: prepare, calibrate, convert
-# -------------------------------------
-# PT2E quantization works on the exported ATen graph, not on the
-# ``nn.Module``. The ``XNNPACKQuantizer`` marks the operator patterns that
-# XNNPACK can run in int8; ``get_symmetric_quantization_config`` with
-# ``is_per_channel=True`` gives every output channel of a weight its own
-# scale, the usual choice for convolutions. ``prepare_pt2e`` inserts an
-# observer on every tensor to quantize, the calibration images flow through
-# the prepared graph so that the observers record value ranges, and
-# ``convert_pt2e`` replaces the observers with quantize/dequantize operators
-# that carry the measured scales. The result still runs in eager PyTorch,
-# simulating int8 in float arithmetic: it is the reference the ``.pte`` is
-# checked against below.
-
-# [start quant_static_quantize]
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import (
+    XnnpackPartitioner,
+)
 from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
     XNNPACKQuantizer,
     get_symmetric_quantization_config,
 )
+from executorch.backends.xnnpack.utils.configs import get_transform_passes
+from executorch.exir import to_edge_transform_and_lower
+from executorch.runtime import Runtime
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+from torchao.quantization.utils import compute_error
 
-captured = torch.export.export(model, example_inputs).module()
+torch.manual_seed(0)
+model = torchvision.models.mobilenet_v2(weights=None).eval()
+example_inputs = (torch.randn(1, 3, 224, 224),)
+# Random weights only: one batch in training mode gives batch norm
+# real statistics.
+for layer in model.modules():
+    if isinstance(layer, torch.nn.BatchNorm2d):
+        layer.momentum = None
+with torch.no_grad():
+    model.train()(torch.randn(16, 3, 224, 224))
+model.eval()
+
+# Quantize: prepare, calibrate on representative inputs, convert.
 quantizer = XNNPACKQuantizer().set_global(
     get_symmetric_quantization_config(is_per_channel=True)
 )
-prepared = prepare_pt2e(captured, quantizer)
-
-# Observers record value ranges while representative inputs flow through.
+exported = torch.export.export(model, example_inputs).module()
+prepared = prepare_pt2e(exported, quantizer)
+calibration = torch.Generator().manual_seed(1)
 with torch.no_grad():
-    for inputs in calibration_inputs:
-        prepared(*inputs)
+    for _ in range(8):
+        prepared(torch.randn(1, 3, 224, 224, generator=calibration))
 quantized_model = convert_pt2e(prepared)
-# [end quant_static_quantize]
+
+# Lower and save exactly as an fp32 model.
+edge_program = to_edge_transform_and_lower(
+    torch.export.export(quantized_model, example_inputs),
+    transform_passes=get_transform_passes(),
+    partitioner=[XnnpackPartitioner()],
+)
+with open("mobilenet_v2_int8_static.pte", "wb") as file:
+    file.write(edge_program.to_executorch().buffer)
+
+# Run the .pte and compare it with the quantized eager model.
+int8_program = Runtime.get().load_program("mobilenet_v2_int8_static.pte")
+int8_method = int8_program.load_method("forward")
+pte_output = int8_method.execute(list(example_inputs))[0]
+with torch.no_grad():
+    eager_output = quantized_model(*example_inputs)
+MIN_SQNR_DB = 10.0  # the int8 .pte against its int8 eager model
+sqnr = compute_error(eager_output, pte_output).item()
+print(f"SQNR against int8 eager: {sqnr:.1f} dB")
+assert sqnr >= MIN_SQNR_DB, f"SQNR {sqnr:.1f} dB"
+# [end quant_static_complete]
 
 # %%
-# Lower fp32 and int8 the same way
+# The fp32 program, for comparison
 # --------------------------------
-# A quantized model is exported and lowered exactly like an fp32 one, so one
-# small function does both: ``torch.export.export``, then
-# ``to_edge_transform_and_lower`` with the XNNPACK transform passes and
-# partitioner, then ``to_executorch``, whose buffer is the ``.pte`` file. It
-# returns ``get_delegation_info`` of the lowered graph, which counts what
-# XNNPACK took. The partitioner finds each quantize/dequantize group around a
-# convolution, an addition or a linear layer and hands it to XNNPACK as one
-# int8 operator. The fp32 program is built only to compare sizes and outputs.
+# The fp32 model is lowered the same way, only to compare sizes and outputs.
+# ``get_delegation_info`` counts what XNNPACK took of each program: the
+# partitioner hands each quantize/dequantize group around a convolution, an
+# addition or a linear layer to XNNPACK as one int8 operator.
 
-# [start quant_static_lower]
-from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-from executorch.backends.xnnpack.utils.configs import get_transform_passes
-from executorch.devtools.backend_debug import get_delegation_info
-from executorch.exir import to_edge_transform_and_lower
-
-
-def lower_to_pte(module, path):
-    """Export *module*, lower it to XNNPACK, write *path*; return the delegation
-    info."""
-    edge_program = to_edge_transform_and_lower(
-        torch.export.export(module, example_inputs),
-        transform_passes=get_transform_passes(),
-        partitioner=[XnnpackPartitioner()],
-    )
-    with open(path, "wb") as file:
-        file.write(edge_program.to_executorch().buffer)
-    return get_delegation_info(edge_program.exported_program().graph_module)
-
-
-fp32_delegation = lower_to_pte(model, "mobilenet_v2_fp32.pte")
-int8_delegation = lower_to_pte(quantized_model, "mobilenet_v2_int8_static.pte")
-print(int8_delegation.get_summary())
-# [end quant_static_lower]
-
-# %%
-# Run both programs and compare
-# -----------------------------
-# The int8 program must agree with the quantized eager model, but not
-# bitwise: eager PyTorch simulates int8 with float arithmetic while XNNPACK
-# computes in integers, so a value near a rounding boundary lands one
-# quantization step apart, and later layers carry such differences on. The
-# measure is the signal-to-quantization-noise ratio (SQNR) in dB,
-# ``20 log10(||reference|| / ||output - reference||)``, torchao's
-# ``compute_error``: it is independent of the logits' scale, and every 20 dB
-# is a tenfold smaller error. The ``.pte`` must reach ``MIN_SQNR_DB`` against
-# the int8 eager model; its SQNR against fp32 is what quantization costs, and
-# it is reported. Both programs run on the example input and on more random
-# inputs from the calibration distribution (a seed of their own), and the
-# top-1 class of each output is compared too: the network is untrained, so
-# there is no right class, only whether two models pick the same one.
-
-# [start quant_static_run]
 import os
 
-from executorch.runtime import Runtime
-from torchao.quantization.utils import compute_error
+from executorch.devtools.backend_debug import get_delegation_info
 
-MIN_SQNR_DB = 10.0  # the int8 .pte against its int8 eager model
+fp32_edge_program = to_edge_transform_and_lower(
+    torch.export.export(model, example_inputs),
+    transform_passes=get_transform_passes(),
+    partitioner=[XnnpackPartitioner()],
+)
+with open("mobilenet_v2_fp32.pte", "wb") as file:
+    file.write(fp32_edge_program.to_executorch().buffer)
+fp32_delegation = get_delegation_info(fp32_edge_program.exported_program().graph_module)
+int8_delegation = get_delegation_info(edge_program.exported_program().graph_module)
+print(int8_delegation.get_summary())
+
+# %%
+# Run both programs on more inputs
+# --------------------------------
+# Both programs run on the example input and on 31 more random inputs from
+# the calibration distribution (a seed of their own). The int8 ``.pte`` must
+# reach ``MIN_SQNR_DB`` against the int8 eager model on all of them; its SQNR
+# against fp32 is what quantization costs, and it is reported. The top-1
+# class is compared too: the network is untrained, so there is no right
+# class, only whether two models pick the same one.
+
+# [start quant_static_run]
 test_generator = torch.Generator().manual_seed(2)
 test_inputs = [example_inputs] + [
     (torch.randn(1, 3, 224, 224, generator=test_generator),) for _ in range(31)
@@ -165,9 +142,7 @@ test_inputs = [example_inputs] + [
 runtime = Runtime.get()
 # Keep each Program referenced while its method runs: the method lives in it.
 fp32_program = runtime.load_program("mobilenet_v2_fp32.pte")
-int8_program = runtime.load_program("mobilenet_v2_int8_static.pte")
 fp32_method = fp32_program.load_method("forward")
-int8_method = int8_program.load_method("forward")
 
 outputs = {"fp32 eager": [], "int8 eager": [], "fp32 .pte": [], "int8 .pte": []}
 with torch.no_grad():
@@ -227,24 +202,15 @@ assert (
 
 # Does the SQNR discriminate? The same outputs paired with the wrong references
 # (each .pte output against the eager output of the next input) must score lower.
-mismatched = compute_error(
-    outputs["int8 eager"].roll(1, dims=0), outputs["int8 .pte"]
-).item()
+mismatched = compute_error(outputs["int8 eager"].roll(1, dims=0), outputs["int8 .pte"]).item()
 assert mismatched < sqnr_vs_int8_eager, f"mismatched pairs reach {mismatched:.1f} dB"
 # Quantization's own noise, eager int8 against eager fp32.
 quantization_sqnr = compute_error(outputs["fp32 eager"], outputs["int8 eager"]).item()
 # What top-1 agreement is worth on this untrained network: how many classes fp32
 # picks at all, and how often outputs of different inputs agree (chance).
 classes = outputs["fp32 eager"].argmax(dim=1).unique().numel()
-top1_chance = (
-    (
-        outputs["int8 .pte"].argmax(dim=1)
-        == outputs["int8 eager"].roll(1, dims=0).argmax(dim=1)
-    )
-    .float()
-    .mean()
-    .item()
-)
+shifted_classes = outputs["int8 eager"].roll(1, dims=0).argmax(dim=1)
+top1_chance = (outputs["int8 .pte"].argmax(dim=1) == shifted_classes).float().mean().item()
 assert top1_agreement("fp32 .pte", "fp32 eager") == 1.0
 
 

@@ -201,21 +201,26 @@ def test_a_scheme_shown_without_its_defining_calls_is_reported(tmp_path):
     _fake_recipe(tmp_path / "snippets")
     include = "```{literalinclude} ../snippets/recipe.py\n:start-after: \"# [start static]\"\n```\n"
     markdown = (
-        "## The code of each scheme\n### PT2E\n::::{tab-set}\n"
-        ":::{tab-item} int8-static\n" + include + ":::\n"
+        "# Quantization\n## MobileNet V2 in `int8-static`\n" + include +
+        "## The code of the other schemes\n::::{tab-set}\n"
         ":::{tab-item} int8-dynamic\n" + include + ":::\n::::\n"
-        "## Lowering a quantized model\n" + include
     )
     shown = includes(markdown, tmp_path / "docs")
     assert [(i.section, i.label) for i in shown] == [
-        ("The code of each scheme", "int8-static"), ("The code of each scheme", "int8-dynamic"),
-        ("Lowering a quantized model", "Lowering a quantized model")]
+        ("MobileNet V2 in `int8-static`", "MobileNet V2 in `int8-static`"),
+        ("The code of the other schemes", "int8-dynamic")]
     problems = "\n".join(scheme_code_problems(shown))
     assert "for 'int8-static' never" not in problems
+    # The opening block quantizes but neither lowers nor runs: it is not a whole program.
+    assert "the opening program lacks 'get_transform_passes()'" in problems
+    assert "the opening program lacks 'Runtime.get()'" in problems
     assert "the code shown for 'int8-dynamic' never calls 'is_dynamic=True'" in problems
-    assert "shows no code for 'int8-static-per-tensor'" in problems
-    assert "shows no code for '8da4w'" in problems
-    assert "the lowering shown lacks 'get_transform_passes()'" in problems
+    assert "no code for 'int8-static-per-tensor'" in problems
+    assert "no code for '8da4w'" in problems
+    # A page that opens with another scheme's code, or with prose only, has no opening program.
+    later = markdown.replace("## MobileNet V2 in `int8-static`\n", "## Lowering\n")
+    assert "the first code on the page is not under a heading naming 'int8-static'" in "\n".join(
+        scheme_code_problems(includes(later, tmp_path / "docs")))
 
 
 # ------------------------------------------- int8 tolerance and dynamic convolutions

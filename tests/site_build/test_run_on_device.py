@@ -66,7 +66,9 @@ def test_the_landing_page_links_the_phone_page_from_step_three(built_site):
 
 
 def test_the_page_carries_the_label_the_cpp_guide_links():
-    assert (DOCS / "guides" / "run_on_device.md").read_text(encoding="utf-8").startswith("(run-on-device)=\n")
+    text = (DOCS / "guides" / "run_on_device.md").read_text(encoding="utf-8")
+    body = re.sub(r"\A---\n.*?\n---\n\n", "", text, flags=re.S)  # the page's front matter, if any
+    assert body.startswith("(run-on-device)=\n# "), "the label must stand right above the page's title"
 
 
 @pytest.mark.build
@@ -83,3 +85,50 @@ def test_the_page_shows_the_dropped_and_kept_links_as_measured(built_site):
     # The library the dropped link lost is the backend's, and the kept link has it.
     assert "libexecutorch_backend_xnnpack.so" not in recorded["dropped_needs"]["display"]
     assert "libexecutorch_backend_xnnpack.so" in recorded["kept_needs"]["display"]
+
+
+# What the page's first section must show: the app side, before any executed experiment.
+APP_CODE = {
+    "kotlin": ("import org.pytorch.executorch.Module", "Module.load(", "Tensor.fromBlob(", "EValue.from(",
+               ".forward("),
+    "swift": ("import ExecuTorch", "Module(filePath:", "Tensor<Float>(", ".forward("),
+}
+APP_PACKAGES = ("match_pte_and_runtime_versions/gradle_dependency", "match_pte_and_runtime_versions/swift_package")
+NOT_RUN = "<!-- doccheck: not-run"
+
+
+def app_code_problems(markdown: str) -> list[str]:
+    """What the first ``## `` section of *markdown* lacks of the app side: the Gradle and Swift package lines,
+    Kotlin and Swift that load the .pte and call forward (each block marked not run), and no executed code."""
+    sections = re.split(r"^## ", markdown, flags=re.M)
+    if len(sections) < 2:
+        return ["the page has no '## ' section"]
+    first = sections[1]
+    title = first.splitlines()[0]
+    problems = [f"the first section ({title!r}) does not show {package}"
+                for package in APP_PACKAGES if f"{{fact-block}} {package}" not in first]
+    if "{literalinclude}" in first:
+        problems.append(f"the first section ({title!r}) shows executed code before the app code")
+    for language, calls in APP_CODE.items():
+        blocks = re.findall(rf"^([^\n]*)\n```{language}\n(.*?)^```", first, flags=re.M | re.S)
+        code = [body for marker, body in blocks if marker.startswith(NOT_RUN)]
+        if len(code) != len(blocks):
+            problems.append(f"a {language} block of the first section is not marked not-run")
+        problems += [f"the first section's {language} code never has {call!r}"
+                     for call in calls if not any(call in body for body in code)]
+    return problems
+
+
+def test_the_page_opens_with_the_app_code():
+    problems = app_code_problems((DOCS / "guides" / "run_on_device.md").read_text(encoding="utf-8"))
+    assert not problems, "docs/guides/run_on_device.md: " + "; ".join(problems)
+
+
+def test_app_code_problems_finds_experiments_first_and_missing_calls():
+    experiments_first = ("# Page\n## 1. Versions\n```{literalinclude} x.py\n```\n"
+                         "## 2. App\n```kotlin\nModule.load(path)\n```\n")
+    problems = app_code_problems(experiments_first)
+    assert "the first section ('1. Versions') shows executed code before the app code" in problems
+    assert "the first section's kotlin code never has 'Module.load('" in problems
+    unmarked = "# Page\n## App\n```kotlin\nval m = Module.load(p)\n```\n"
+    assert "a kotlin block of the first section is not marked not-run" in app_code_problems(unmarked)

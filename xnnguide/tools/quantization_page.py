@@ -3,8 +3,9 @@
 The scheme table of ``docs/guides/quantization.md`` has one row per scheme of :data:`xnnguide.core.schemes.SCHEMES`;
 its last cell links the recipes that prove the row, each of which names the scheme and, in the last build,
 passed and recorded (fact ``schemes``) applying it (:func:`coverage_problems`). The code the page shows is recipe
-regions importing public packages only (:func:`source_problems`); under "The code of each scheme" each scheme's
-code makes the calls that define it (:func:`scheme_code_problems`). Int8 recipes check by the one SQNR floor
+regions importing public packages only (:func:`source_problems`). The page opens with one complete program for
+a scheme (:data:`OPENING_SCHEME`: quantize, calibrate, lower, run, compare), and under "The code of the other
+schemes" every other scheme's code makes the calls that define it (:func:`scheme_code_problems`). Int8 recipes check by the one SQNR floor
 (:func:`tolerance_problems`). Prints ``path:line: message`` per problem; exit status 1 when there is one.
 """
 
@@ -122,6 +123,10 @@ SCHEME_CODE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                "weight_dtype=torch.int4", "PerGroup(32)", "torch.nn.Embedding"), ()),
 }
 LOWERING_CALLS = ("to_edge_transform_and_lower(", "get_transform_passes()", "XnnpackPartitioner()")
+# The page's first block is a whole program for this scheme: it also runs the .pte and compares it.
+OPENING_SCHEME = "int8-static"
+RUN_CALLS = ("Runtime.get()", ".execute(", "compute_error(")
+OTHER_SCHEMES_SECTION = "The code of the other schemes"
 PUBLIC_PACKAGES = {"torch", "torchvision", "torchao", "executorch", "numpy", "matplotlib", "sklearn", "torchcrepe"}
 LITERALINCLUDE = re.compile(r"^```\{literalinclude\}\s+(\S+)\s*$")
 START_AFTER = re.compile(r'^:start-after:\s*"?# \[start ([A-Za-z0-9_-]+)\]"?\s*$')
@@ -205,31 +210,34 @@ def source_problems(shown: list[Include], snippets: Path) -> list[str]:
 
 
 def scheme_code_problems(shown: list[Include]) -> list[str]:
-    """Schemes whose code, under 'The code of each scheme', is missing or lacks a defining call."""
+    """A page that does not open with a whole program for :data:`OPENING_SCHEME`, and schemes whose code,
+    under "The code of the other schemes", is missing or lacks a defining call."""
     problems = []
     if set(SCHEME_CODE) != set(SCHEMES):
         problems.append(f"SCHEME_CODE lists {sorted(SCHEME_CODE)}, xnnguide.core.schemes has "
                         f"{sorted(SCHEMES)}: say what each new scheme's code must call")
     code: dict[str, list[str]] = {scheme: [] for scheme in SCHEMES}
+    opening = shown[0] if shown else None
+    if opening is None or OPENING_SCHEME not in schemes_named(opening.section):
+        problems.append(f"{PAGE.name}: the first code on the page is not under a heading naming {OPENING_SCHEME!r}")
+    else:
+        code[OPENING_SCHEME].append(shown_code(opening))
+        problems += [f"{PAGE.name}:{opening.line}: the opening program lacks {call!r}"
+                     for call in LOWERING_CALLS + RUN_CALLS if call not in shown_code(opening)]
     for include in shown:
-        if include.section == "The code of each scheme":
+        if include.section == OTHER_SCHEMES_SECTION:
             for scheme in schemes_named(include.label):
                 code[scheme].append(shown_code(include))
     for scheme, (required, forbidden) in SCHEME_CODE.items():
         if not code.get(scheme):
-            problems.append(f"{PAGE.name}: 'The code of each scheme' shows no code for {scheme!r}")
+            problems.append(f"{PAGE.name}: no code for {scheme!r} (the opening program, or a tab of "
+                            f"'{OTHER_SCHEMES_SECTION}')")
             continue
         text = "\n".join(code[scheme])
         problems += [f"{PAGE.name}: the code shown for {scheme!r} never calls {call!r}"
                      for call in required if call not in text]
         problems += [f"{PAGE.name}: the code shown for {scheme!r} has {call!r}, which is another scheme"
                      for call in forbidden if call in text]
-    lowering = [include for include in shown if include.section == "Lowering a quantized model"]
-    if not lowering:
-        problems.append(f"{PAGE.name}: 'Lowering a quantized model' shows no code")
-    for include in lowering:
-        problems += [f"{PAGE.name}:{include.line}: the lowering shown lacks {call!r}"
-                     for call in LOWERING_CALLS if call not in shown_code(include)]
     return problems
 
 
