@@ -10,7 +10,7 @@ that shows a line the reader copy leaves out, and every page that
 ``literalinclude``s a file of the ``xnnguide`` package or imports it (pages
 under ``contributing/`` excepted). For each page of ``WALKED_THROUGH`` it
 also proves that the page's blocks, pasted in page order, are the build's run
-(:func:`walk_through_problems`), so the tests need not run them again.
+(``walk_through_problems``), so the tests need not run them again.
 """
 
 from __future__ import annotations
@@ -352,7 +352,7 @@ def check(paths: list[Path]) -> list[str]:
 # ------------------------------------------------------------- walk-throughs: the build's run is the reader's
 
 #: Pages that walk a reader through recipes, block after block, and those recipes (paths under ``docs/`` and
-#: ``snippets/``). A reader pastes a walk-through's blocks in page order and runs them; :func:`walk_through_problems`
+#: ``snippets/``). A reader pastes a walk-through's blocks in page order and runs them; ``walk_through_problems``
 #: proves that this is the code the build ran, in the build's order, with nothing the page leaves out changing it.
 WALKED_THROUGH = {
     "tutorial/get_started.md": ["lowering/lower_mobilenet_v2_fp32.py"],
@@ -541,7 +541,7 @@ def walk_through_problems(page: Path, recipe: Path, shown_page: str | None = Non
 
 def left_out_problems(text: str, shown_lines: set[int], shown_recipe: str, shown_page: str, rule: str) -> list[str]:
     """``recipe:line: <rule>: ...`` for each statement of the recipe *text* outside *shown_lines* that runs before
-    shown code and binds, imports or changes what the shown code uses (:func:`walk_through_problems`, step 3);
+    shown code and binds, imports or changes what the shown code uses (``walk_through_problems``, step 3);
     also for each statement *shown_lines* cut in two."""
     try:
         tree = ast.parse(text, filename=shown_recipe)
