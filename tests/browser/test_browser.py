@@ -98,11 +98,13 @@ WCAG_A_AA = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa"]}, "resul
 # the background behind it (the first ancestor that paints one), its font size and weight, so while axe
 # runs, a token whose look an earlier token of the page has is hidden (visibility: hidden keeps the layout,
 # and axe passes over hidden text quickly; leaving it out of axe's context costs nearly as much as checking
-# it): each look is still checked once, on its first token.
+# it): each look is still checked once, on its first rendered token.
 HIDE_REPEATED_LOOKS = """() => {
     const seen = new Set();
     let repeated = 0;
     for (const token of document.querySelectorAll('div.highlight pre span')) {
+        // Not rendered (in a closed dropdown): axe skips it, so it cannot stand for its look.
+        if (!token.checkVisibility()) continue;
         let behind = token.parentElement;
         while (behind && getComputedStyle(behind).backgroundColor === 'rgba(0, 0, 0, 0)') behind = behind.parentElement;
         const style = getComputedStyle(token);

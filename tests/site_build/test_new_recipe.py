@@ -12,8 +12,8 @@ import pytest
 from conftest import ROOT
 
 NAME = "scaffold_probe"
-COPIED = [".ci", ".github", "Makefile", "conf.py", "README.md", "requirements.txt", "pyproject.toml", "docs", "snippets",
-          "tests", "xnnguide"]
+COPIED = [".ci", ".github", "Makefile", "conf.py", "recipe_budgets.toml", "README.md", "requirements.txt",
+          "pyproject.toml", "docs", "snippets", "tests", "xnnguide"]
 VENV = str((ROOT / ".venv").resolve()) if (ROOT / ".venv").exists() else os.path.dirname(os.path.dirname(sys.executable))
 
 
@@ -94,3 +94,17 @@ def test_each_template_marker_occurs_once():
     text = TEMPLATE.read_text(encoding="utf-8")
     for marker in ("# [start lower]", "# [end lower]", "# [start run]", "# [end run]"):
         assert text.count(marker) == 1, f"{TEMPLATE}: {marker!r} occurs {text.count(marker)} times"
+
+
+def test_without_the_budget_table_it_says_so_in_one_line_and_writes_nothing(checkout):
+    table = checkout / "recipe_budgets.toml"
+    table.rename(checkout / "budgets.moved")
+    try:
+        before = {path: path.read_bytes() for path in (checkout / "snippets").rglob("*") if path.is_file()}
+        result = subprocess.run([sys.executable, "-m", "xnnguide.tools.new_recipe", NAME + "_3", "--root",
+                                 str(checkout)], cwd=ROOT, capture_output=True, text=True)
+        after = {path: path.read_bytes() for path in (checkout / "snippets").rglob("*") if path.is_file()}
+    finally:
+        (checkout / "budgets.moved").rename(table)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "recipe_budgets.toml is missing" in result.stderr and before == after

@@ -59,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         error = f"DIR={args.dir!r} is not a task folder of snippets/; choose one of {', '.join(tasks)}"
     elif order is None:
         error = f"{header.relative_to(args.root)} has no '.. Recipe order' list to add the recipe to"
+    elif not (args.root / BUDGET_TABLE).is_file():
+        error = f"{BUDGET_TABLE} is missing beside conf.py; the new recipe's time budget goes there"
     if error:
         print(f"error: {error}", file=sys.stderr)
         return 2
