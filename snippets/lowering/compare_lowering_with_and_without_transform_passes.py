@@ -3,76 +3,14 @@ Lower with and without the XNNPACK transform passes
 ===================================================
 
 ``to_edge_transform_and_lower`` takes an optional ``transform_passes``
-argument, and XNNPACK's examples pass ``get_transform_passes()`` to it. This
-recipe asks the installed executorch what that list holds, then lowers the
-same model twice, with and without it, and compares what XNNPACK took, how
+argument, and XNNPACK's examples pass ``get_transform_passes()`` to it
+(:doc:`list_xnnpack_transform_passes` lists what it holds). This recipe
+lowers the same model twice, with and without it, and compares what XNNPACK took, how
 often the program calls into XNNPACK, what is left on the CPU kernels,
 and whether both ``.pte`` files compute the same thing. The
 :doc:`explanation page </explanation/why_transform_passes>` discusses the
 results.
 """
-
-# %%
-# What ``get_transform_passes()`` returns
-# ---------------------------------------
-# The list is read from the installed package, not from its documentation:
-# each entry is a pass object; the first sentence of its class's own
-# docstring says what it rewrites.
-
-# [start list_passes]
-import inspect
-
-from executorch.backends.xnnpack.utils.configs import get_transform_passes
-
-
-def doc_summary(cls: type) -> str:
-    """The first sentence of a class's own docstring (not one it inherits)."""
-    doc = inspect.cleandoc(cls.__dict__.get("__doc__") or "")
-    paragraph = " ".join(doc.split("\n\n")[0].split())
-    return (
-        paragraph.split(". ")[0].rstrip(".") + "."
-        if paragraph
-        else "(no docstring of its own)"
-    )
-
-
-signature = inspect.signature(get_transform_passes).replace(
-    return_annotation=inspect.Signature.empty
-)
-print(f"get_transform_passes{signature}")
-for transform in get_transform_passes():
-    print(f"{type(transform).__name__}: {doc_summary(type(transform))}")
-# [end list_passes]
-
-# sphinx_gallery_start_ignore
-from xnnguide.core import facts
-
-transforms = get_transform_passes()
-assert transforms, "get_transform_passes() returned nothing"
-facts.record_table(
-    "transform_passes",
-    ["Pass", "Defined in", "What its docstring says"],
-    [
-        [type(t).__name__, type(t).__module__, doc_summary(type(t)).replace("``", "")]
-        for t in transforms
-    ],
-)
-facts.record("transform_pass_count", len(transforms))
-facts.record("transform_pass_names", ", ".join(type(t).__name__ for t in transforms))
-facts.record("signature", f"get_transform_passes{signature}")
-
-# XNNPACK also rewrites each delegated subgraph on its own, whatever
-# transform_passes says: list those passes too, for the explanation page.
-from executorch.backends.xnnpack._passes import XNNPACKPassManager
-
-preprocess_passes = XNNPACKPassManager(exported_program=None).passes
-facts.record_table(
-    "preprocess_passes",
-    ["Pass", "What its docstring says"],
-    [[p.__name__, doc_summary(p).replace("``", "")] for p in preprocess_passes],
-)
-facts.record("preprocess_pass_count", len(preprocess_passes))
-# sphinx_gallery_end_ignore
 
 # %%
 # A model with an ``expand`` that does nothing
@@ -112,6 +50,7 @@ example_inputs = (torch.randn(4, 16),)
 
 # [start lower_twice]
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+from executorch.backends.xnnpack.utils.configs import get_transform_passes
 from executorch.exir import to_edge_transform_and_lower
 
 exported_program = torch.export.export(model, example_inputs)
@@ -190,10 +129,7 @@ def describe(counts: Counter) -> str:
 from executorch.devtools.backend_debug import get_delegation_info
 
 summaries = {}
-for name, edge_program in [
-    ("without transform_passes", without_passes),
-    ("with transform_passes", with_passes),
-]:
+for name, edge_program in [("without", without_passes), ("with", with_passes)]:
     graph_module = edge_program.exported_program().graph_module
     info = get_delegation_info(graph_module)
     calls, outside, _ = read_delegation(graph_module)
@@ -203,61 +139,31 @@ for name, edge_program in [
         "delegate calls": calls,
         "operators outside XNNPACK": outside,
     }
-    print(f"--- {name}")
+    print(f"--- {name} transform_passes")
     print(info.get_summary().strip())
     print(f"executorch_call_delegate nodes: {calls}")
     print(f"left outside XNNPACK: {describe(outside)}")
 # [end compare_delegation]
 
 # sphinx_gallery_start_ignore
-from xnnguide.core.delegation import (
-    delegate_calls,
-    ops_inside_delegates,
-    ops_outside_delegates,
-)
+from xnnguide.core import facts
+from xnnguide.recipe_checks import delegation_counts
 
-# read_delegation agrees with the site's own helpers, and with get_delegation_info.
-for checked in (without_passes, with_passes):
-    gm = checked.exported_program().graph_module
-    assert read_delegation(gm) == (
-        delegate_calls(gm),
-        ops_outside_delegates(gm),
-        ops_inside_delegates(gm),
-    )
-    assert read_delegation(gm)[0] == get_delegation_info(gm).num_delegated_subgraphs
-before, after = (
-    summaries["without transform_passes"],
-    summaries["with transform_passes"],
-)
-# What the passes must change on this model; removing transform_passes from
-# the second call above makes these fail.
-assert before["operators outside XNNPACK"]["expand_copy.default"] == 1, before
-assert "expand_copy.default" not in after["operators outside XNNPACK"], after
-assert sum(after["operators outside XNNPACK"].values()) < sum(
-    before["operators outside XNNPACK"].values()
-)
+# The page: read_delegation counts what the site's helpers and get_delegation_info count.
+delegation_counts.assert_read_delegation_agrees(read_delegation, [without_passes, with_passes])
+before, after = summaries["without"], summaries["with"]
+outside_before, outside_after = before["operators outside XNNPACK"], after["operators outside XNNPACK"]
+# What the passes must change on this model; removing transform_passes from the second call above makes these fail.
+assert outside_before["expand_copy.default"] == 1 and "expand_copy.default" not in outside_after, (before, after)
+assert sum(outside_after.values()) < sum(outside_before.values()), (before, after)
 assert after["delegate calls"] < before["delegate calls"], (before, after)
-assert after["non-delegated nodes"] < before["non-delegated nodes"]
-
-facts.record_table(
-    "noop_expand_comparison",
-    ["", "without transform_passes", "with transform_passes"],
-    [
-        [
-            label,
-            *(
-                str(s[key]) if key != "operators outside XNNPACK" else describe(s[key])
-                for s in (before, after)
-            ),
-        ]
-        for label, key in [
-            ("Delegated nodes (get_delegation_info)", "delegated nodes"),
-            ("Non-delegated nodes (get_delegation_info)", "non-delegated nodes"),
-            ("executorch_call_delegate nodes", "delegate calls"),
-            ("Operators outside XNNPACK", "operators outside XNNPACK"),
-        ]
-    ],
-)
+assert after["non-delegated nodes"] < before["non-delegated nodes"], (before, after)
+facts.record_table("noop_expand_comparison", ["", "without transform_passes", "with transform_passes"], [
+    [label, *(str(s[key]) if key != "operators outside XNNPACK" else describe(s[key]) for s in (before, after))]
+    for label, key in [("Delegated nodes (get_delegation_info)", "delegated nodes"),
+                       ("Non-delegated nodes (get_delegation_info)", "non-delegated nodes"),
+                       ("executorch_call_delegate nodes", "delegate calls"),
+                       ("Operators outside XNNPACK", "operators outside XNNPACK")]])
 facts.record("calls_without", before["delegate calls"])
 facts.record("calls_with", after["delegate calls"])
 facts.record("outside_without", describe(before["operators outside XNNPACK"]))
@@ -289,29 +195,16 @@ with torch.no_grad():
 for name, output in outputs.items():
     torch.testing.assert_close(output, eager_output, atol=1e-5, rtol=1e-5)
 torch.testing.assert_close(outputs["with"], outputs["without"], atol=1e-6, rtol=1e-6)
-print(
-    "max |with - without| = "
-    f"{(outputs['with'] - outputs['without']).abs().max().item():.1e}"
-)
-print(
-    f"max |with - eager|   = {(outputs['with'] - eager_output).abs().max().item():.1e}"
-)
+with_vs_without = (outputs["with"] - outputs["without"]).abs().max().item()
+with_vs_eager = (outputs["with"] - eager_output).abs().max().item()
+print(f"max |with - without| = {with_vs_without:.1e}")
+print(f"max |with - eager|   = {with_vs_eager:.1e}")
 # [end run_both]
 
 # sphinx_gallery_start_ignore
-assert eager_output.abs().max().item() > 0.05, (
-    "outputs too small for the tolerance to mean anything"
-)
-facts.record(
-    "with_vs_without",
-    (outputs["with"] - outputs["without"]).abs().max().item(),
-    f"{(outputs['with'] - outputs['without']).abs().max().item():.1e}",
-)
-facts.record(
-    "with_vs_eager",
-    (outputs["with"] - eager_output).abs().max().item(),
-    f"{(outputs['with'] - eager_output).abs().max().item():.1e}",
-)
+assert eager_output.abs().max().item() > 0.05, "outputs too small for the tolerance to mean anything"
+facts.record("with_vs_without", with_vs_without, f"{with_vs_without:.1e}")
+facts.record("with_vs_eager", with_vs_eager, f"{with_vs_eager:.1e}")
 # sphinx_gallery_end_ignore
 
 # %%
@@ -379,9 +272,8 @@ for label, (case_model, case_inputs) in cases.items():
         case_pte = runtime.load_program(lowered.to_executorch().buffer)
         case_output = case_pte.load_method("forward").execute(list(case_inputs))[0]
         with torch.no_grad():
-            torch.testing.assert_close(
-                case_output, case_model(*case_inputs), atol=1e-5, rtol=1e-5
-            )
+            expected = case_model(*case_inputs)
+        torch.testing.assert_close(case_output, expected, atol=1e-5, rtol=1e-5)
     rows.append(row)
     print(f"{label}: calls {row[1]} -> {row[3]}; outside: {row[2]} -> {row[4]}")
 # [end more_models]
@@ -389,24 +281,16 @@ for label, (case_model, case_inputs) in cases.items():
 # sphinx_gallery_start_ignore
 by_label = {row[0]: row for row in rows}
 token = by_label["ViT-style class token (batch 1)"]
-assert "expand_copy.default" in token[2] and "expand_copy.default" not in token[4], (
-    token
-)
+assert "expand_copy.default" in token[2] and "expand_copy.default" not in token[4], token
 broadcast = by_label["real broadcast (1 row to 4)"]
-assert (
-    "expand_copy.default" in broadcast[2] and "expand_copy.default" in broadcast[4]
-), broadcast
+assert "expand_copy.default" in broadcast[2] and "expand_copy.default" in broadcast[4], broadcast
 conv_bn = by_label["conv + batch norm"]
 assert conv_bn[1:3] == conv_bn[3:5] and conv_bn[2] == "none", conv_bn
-facts.record_table(
-    "more_models",
-    [
-        "Model",
-        "Delegate calls without",
-        "Outside XNNPACK without",
-        "Delegate calls with",
-        "Outside XNNPACK with",
-    ],
-    rows,
-)
+facts.record_table("more_models", ["Model", "Delegate calls without", "Outside XNNPACK without",
+                                   "Delegate calls with", "Outside XNNPACK with"], rows)
+# XNNPACK also rewrites each delegated subgraph on its own, whatever transform_passes says: the page lists those.
+from executorch.backends.xnnpack._passes import XNNPACKPassManager
+from xnnguide.recipe_checks import transform_passes
+
+transform_passes.record_preprocess_passes(XNNPACKPassManager(exported_program=None).passes)
 # sphinx_gallery_end_ignore

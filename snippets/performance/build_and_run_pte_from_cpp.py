@@ -57,17 +57,12 @@ model = calibrate_batchnorm(torchvision.models.mobilenet_v2(weights=None))
 example_input = torch.randn(1, 3, 224, 224)
 
 captured = torch.export.export(model, (example_input,)).module()
-prepared = prepare_pt2e(
-    captured,
-    XNNPACKQuantizer().set_global(
-        get_symmetric_quantization_config(is_per_channel=True)
-    ),
-)
+quantizer = XNNPACKQuantizer()
+quantizer.set_global(get_symmetric_quantization_config(is_per_channel=True))
+prepared = prepare_pt2e(captured, quantizer)
 with torch.no_grad():
-    for _ in range(4):
-        prepared(
-            torch.randn(1, 3, 224, 224)
-        )  # calibration: the observers record value ranges
+    for _ in range(4):  # calibration: the observers record value ranges
+        prepared(torch.randn(1, 3, 224, 224))
 quantized_model = convert_pt2e(prepared)
 
 
@@ -110,27 +105,17 @@ import ninja
 
 compiler = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
 if compiler is None:
-    raise SystemExit(
-        "error: no C++ compiler found (c++, g++ or clang++); install one, e.g. apt-get "
-        "install g++"
-    )
+    raise SystemExit("error: no C++ compiler found (c++, g++, clang++): install g++")
 
-executorch_dir = Path(
-    importlib.util.find_spec("executorch").submodule_search_locations[0]
-)
+executorch_spec = importlib.util.find_spec("executorch")
+executorch_dir = Path(executorch_spec.submodule_search_locations[0])
 assert (executorch_dir / "share" / "cmake" / "executorch-config.cmake").is_file()
 
 cmake_exe = str(Path(cmake.CMAKE_BIN_DIR) / "cmake")
 source_dir, build_dir = Path("cpp_runner"), Path("cpp_runner") / "build"
 shutil.rmtree(build_dir, ignore_errors=True)
 configure = [
-    cmake_exe,
-    "-S",
-    str(source_dir),
-    "-B",
-    str(build_dir),
-    "-G",
-    "Ninja",
+    *(cmake_exe, "-S", str(source_dir), "-B", str(build_dir), "-G", "Ninja"),
     f"-DCMAKE_MAKE_PROGRAM={Path(ninja.BIN_DIR) / 'ninja'}",
     f"-DCMAKE_CXX_COMPILER={compiler}",
     f"-DCMAKE_PREFIX_PATH={executorch_dir}",
@@ -146,70 +131,30 @@ build_log = subprocess.run(build, check=True, capture_output=True, text=True).st
 build_seconds = time.perf_counter() - start
 runner = build_dir / "runner"
 print(build_log.strip())
-print(
-    f"configured in {configure_seconds:.1f} s, built in {build_seconds:.1f} s: {runner}"
-)
+print(f"configured in {configure_seconds:.1f} s, built in {build_seconds:.1f} s")
 # [end cpp_build]
 
 # sphinx_gallery_start_ignore
-import hashlib
 import re
-import shlex
 
-from xnnguide.core import facts
-from xnnguide.recipe_checks import quantization
+from xnnguide.core import facts, machine_load
+from xnnguide.recipe_checks import cpp_runner, quantization
 
 assert runner.is_file() and (build_dir / "runner_without_xnnpack").is_file()
 compiled = len(re.findall(r"Building CXX object", build_log))
 assert compiled == 1, build_log  # main.cpp, once for both programs
-site_packages = str(executorch_dir.parent)
-
-
-def shell(command):
-    """A command as a reader types it: tools by name, the wheel's folder by role."""
-    words = [
-        Path(word).name if word in (cmake_exe, compiler) else word for word in command
-    ]
-    words = [
-        word.replace(str(Path(ninja.BIN_DIR) / "ninja"), "ninja").replace(
-            site_packages, "$SITE_PACKAGES"
-        )
-        for word in words
-    ]
-    return shlex.join(words).replace("'", "")
-
-
-def console(command):
-    """*command* as typed at a prompt, one -D flag a line, so that it reads on a phone."""
-    first, *flags = shell(command).split(" -D")
-    typed = " \\\n    -D".join([f"$ {first}", *flags])
-    assert typed.replace(" \\\n    ", " ") == f"$ {shell(command)}", typed
-    return typed
-
-
-facts.record("build_commands_console", "\n".join(map(console, (configure, build))))
+# The build shares the machine with the site's other recipes: the bound leaves room for that.
+assert build_seconds < 120, f"a first build of the runner took {build_seconds:.0f} s"
 facts.record("cold_configure_seconds", configure_seconds, f"{configure_seconds:.1f} s")
 facts.record("cold_build_seconds", build_seconds, f"{build_seconds:.1f} s")
 facts.record("compiled_files", compiled)
-facts.record_table(
-    "build_log",
-    ["What the first build printed"],
-    [[line] for line in build_log.strip().splitlines()],
-)
-# The build shares the machine with the site's other recipes: the bound leaves room for that.
-assert build_seconds < 120, f"a first build of the runner took {build_seconds:.0f} s"
 facts.record("compiler", Path(compiler).name)
-cmake_version = subprocess.run(
-    [cmake_exe, "--version"], capture_output=True, text=True
-).stdout.split()[2]
-facts.record("cmake_version", cmake_version)
+facts.record_table("build_log", ["What the first build printed"], [[line] for line in build_log.strip().splitlines()])
+cpp_runner.record_build(configure, build, cmake_exe=cmake_exe, source_dir=source_dir,
+                        programs={cmake_exe: "cmake", compiler: Path(compiler).name},
+                        paths={str(Path(ninja.BIN_DIR) / "ninja"): "ninja", str(executorch_dir.parent): "$SITE_PACKAGES"})
 # A change to the runner's sources runs this recipe again:
 # xnnguide_depends_on = cpp_runner/main.cpp cpp_runner/CMakeLists.txt
-# The sources this run compiled; tests/site_build/test_cpp_runner.py compares them with the checkout.
-for source_file in ("main.cpp", "CMakeLists.txt"):
-    digest = hashlib.sha256((source_dir / source_file).read_bytes()).hexdigest()
-    facts.record(source_file.replace(".", "_").lower() + "_sha256", digest)
-from xnnguide.core import machine_load
 
 # The transcript below shows a load time, taken beside the build's other recipes: say how busy the machine was.
 run_window = machine_load.watch()
@@ -244,11 +189,8 @@ def run_runner(*arguments, program=runner):
     outputs, lines = [], iter(stdout.splitlines())
     for line in lines:
         if line.startswith("output "):
-            shape = [
-                int(size)
-                for size in line.split("[")[1].rstrip("]").split(",")
-                if size.strip()
-            ]
+            sizes = line.split("[")[1].rstrip("]").split(",")
+            shape = [int(size) for size in sizes if size.strip()]
             values = [float(next(lines)) for _ in range(torch.Size(shape).numel())]
             outputs.append(torch.tensor(values).reshape(shape))
     return outputs, stdout
@@ -261,55 +203,32 @@ with torch.no_grad():
     fp32_eager = model(ones)
 torch.testing.assert_close(fp32_outputs[0], fp32_eager, atol=1e-4, rtol=1e-4)
 
-example_input.numpy().tofile("mobilenet_v2_cpp_input.bin")
-int8_outputs, int8_stdout = run_runner(
-    int8_pte, "--input", "mobilenet_v2_cpp_input.bin"
-)
-int8_python = (
-    Runtime.get()
-    .load_program(int8_pte)
-    .load_method("forward")
-    .execute([example_input])[0]
-)
+input_file = "mobilenet_v2_cpp_input.bin"
+example_input.numpy().tofile(input_file)
+int8_outputs, int8_stdout = run_runner(int8_pte, "--input", input_file)
+int8_program = Runtime.get().load_program(int8_pte)
+int8_python = int8_program.load_method("forward").execute([example_input])[0]
 torch.testing.assert_close(int8_outputs[0], int8_python, atol=1e-6, rtol=0)
 with torch.no_grad():
     int8_sqnr = compute_error(quantized_model(example_input), int8_outputs[0]).item()
-assert int8_sqnr >= MIN_SQNR_DB, (
-    f"SQNR {int8_sqnr:.1f} dB against the quantized eager model"
-)
+assert int8_sqnr >= MIN_SQNR_DB, f"SQNR {int8_sqnr:.1f} dB vs the quantized eager model"
 
 print("\n".join(fp32_stdout.splitlines()[:6]), "...", sep="\n")
 fp32_error = (fp32_outputs[0] - fp32_eager).abs().max().item()
 int8_error = (int8_outputs[0] - int8_python).abs().max().item()
 print(f"fp32: max abs error against eager PyTorch {fp32_error:.2e} (tolerance 1e-4)")
-print(
-    f"int8: max abs difference from the Python runtime {int8_error:.2e} (tolerance "
-    "1e-6), "
-    f"SQNR against the quantized eager model {int8_sqnr:.1f} dB (at least "
-    f"{MIN_SQNR_DB:g} dB)"
-)
+print(f"int8: max abs difference from the Python runtime {int8_error:.2e} (atol 1e-6),")
+print(f"SQNR vs the quantized eager model {int8_sqnr:.1f} dB (min {MIN_SQNR_DB:g} dB)")
 # [end cpp_run]
 
 # sphinx_gallery_start_ignore
 fp32_lines = fp32_stdout.splitlines()
-header_index = next(
-    i for i, line in enumerate(fp32_lines) if line.startswith("output 0: ")
-)
-fp32_header = fp32_lines[header_index]
-value_lines = fp32_lines[header_index + 1 : header_index + 1001]
-assert fp32_header == "output 0: Float [1, 1000]", fp32_header
-assert len(fp32_outputs) == 1 and len(value_lines) == 1000
-# Full precision: each value is its float32 in 9 significant digits (max_digits10), which reads back exactly.
-assert all(
-    f"{float(torch.tensor(float(text), dtype=torch.float32)):.9g}" == text
-    for text in value_lines
-)
-assert fp32_eager.abs().max().item() > 0.1, (
-    "outputs too small for atol=1e-4 to mean anything"
-)
-int8_header = next(
-    line for line in int8_stdout.splitlines() if line.startswith("output 0: ")
-)
+header_index = next(i for i, line in enumerate(fp32_lines) if line.startswith("output 0: "))
+fp32_header, value_lines = fp32_lines[header_index], fp32_lines[header_index + 1 : header_index + 1001]
+assert fp32_header == "output 0: Float [1, 1000]" and len(fp32_outputs) == 1 and len(value_lines) == 1000
+cpp_runner.assert_full_precision(value_lines)  # the page: values printed at full precision
+assert fp32_eager.abs().max().item() > 0.1, "outputs too small for atol=1e-4 to mean anything"
+int8_header = next(line for line in int8_stdout.splitlines() if line.startswith("output 0: "))
 facts.record("fp32_command", f"./runner {fp32_pte}")
 facts.record("int8_command", f"./runner {int8_pte} --input mobilenet_v2_cpp_input.bin")
 facts.record("fp32_header", fp32_header)
@@ -317,58 +236,17 @@ facts.record("fp32_first_value", value_lines[0])
 facts.record("fp32_eager_first_value", repr(fp32_eager[0, 0].item()))
 facts.record("fp32_max_abs_error", fp32_error, f"{fp32_error:.1e}")
 facts.record("fp32_tolerance", 1e-4, "1e-4")
-facts.record(
-    "output_scale",
-    fp32_eager.abs().max().item(),
-    f"{fp32_eager.abs().max().item():.2f}",
-)
+facts.record("output_scale", fp32_eager.abs().max().item(), f"{fp32_eager.abs().max().item():.2f}")
 facts.record("int8_max_abs_error", int8_error, f"{int8_error:.1e}")
 facts.record("int8_tolerance", 1e-6, "1e-6")
 facts.record("int8_sqnr", int8_sqnr, f"{int8_sqnr:.1f} dB")
 # the site's one floor, recorded as min_sqnr_db
 quantization.record_min_sqnr(MIN_SQNR_DB)
-facts.record_table(
-    "runs",
-    [
-        "Program",
-        "Input",
-        "First printed output line",
-        "Max abs difference",
-        "Tolerance (atol)",
-    ],
-    [
-        [
-            "fp32",
-            "ones (no input file)",
-            fp32_header,
-            f"{fp32_error:.1e} from eager PyTorch",
-            "1e-4 (and rtol 1e-4)",
-        ],
-        [
-            "int8",
-            "the example input, from a file",
-            int8_header,
-            f"{int8_error:.1e} from the Python runtime",
-            "1e-6",
-        ],
-    ],
-)
-from xnnguide.core import timings
-
-run_load = run_window.close()
-# The runner's one load time is a timing like any other: the transcript's last line gives its conditions.
-load_note = timings.busy_note(run_load)  # "" on a quiet machine
-timings.record_timing_table(
-    "fp32_transcript",
-    [f"./runner {fp32_pte}"],
-    [[line] for line in fp32_lines[: header_index + 3]]
-    + [[f"({len(fp32_lines) - header_index - 3} more lines)"],
-       [f"(the load time: one load, batch 1, threads as the runtime sized its pool"
-         f"{'; ' + load_note if load_note else ''})"]],
-    timed=[{"kind": "latency", "subject": "loading MobileNet V2 fp32 .pte in the C++ runner, one load",
-            "threads": None, "batch": 1}],
-    load=run_load,
-)
+facts.record_table("runs", ["Program", "Input", "First printed output line", "Max abs difference",
+                            "Tolerance (atol)"], [
+    ["fp32", "ones (no input file)", fp32_header, f"{fp32_error:.1e} from eager PyTorch", "1e-4 (and rtol 1e-4)"],
+    ["int8", "the example input, from a file", int8_header, f"{int8_error:.1e} from the Python runtime", "1e-6"]])
+cpp_runner.record_transcript(f"./runner {fp32_pte}", fp32_lines, header_index + 3, run_window.close())
 # sphinx_gallery_end_ignore
 
 # %%
@@ -379,18 +257,12 @@ timings.record_timing_table(
 # nothing on standard output for a script to misread.
 
 # [start cpp_missing_file]
-missing = subprocess.run(
-    [str(runner), "no_such_model.pte"], capture_output=True, text=True
-)
+missing = subprocess.run([runner, "no_such_model.pte"], capture_output=True, text=True)
 print(f"exit status {missing.returncode}: {missing.stderr.strip()}")
 # [end cpp_missing_file]
 
 # sphinx_gallery_start_ignore
-assert (
-    missing.returncode != 0
-    and missing.stdout == ""
-    and len(missing.stderr.splitlines()) == 1
-), missing
+assert missing.returncode != 0 and missing.stdout == "" and len(missing.stderr.splitlines()) == 1, missing
 facts.record("missing_file_error", missing.stderr.strip())
 facts.record("missing_file_status", missing.returncode)
 # sphinx_gallery_end_ignore
@@ -403,14 +275,10 @@ facts.record("missing_file_status", missing.returncode)
 # does not: the runtime logs which backend is missing on standard error.
 
 # [start cpp_missing_backend]
-failed = subprocess.run(
-    [str(build_dir / "runner_without_xnnpack"), str(fp32_pte)],
-    capture_output=True,
-    text=True,
-)
-runtime_message = next(
-    line for line in failed.stderr.splitlines() if "not registered" in line
-)
+without_xnnpack = [str(build_dir / "runner_without_xnnpack"), str(fp32_pte)]
+failed = subprocess.run(without_xnnpack, capture_output=True, text=True)
+stderr_lines = failed.stderr.splitlines()
+runtime_message = next(line for line in stderr_lines if "not registered" in line)
 print(f"exit status {failed.returncode}")
 print(runtime_message)
 # [end cpp_missing_backend]

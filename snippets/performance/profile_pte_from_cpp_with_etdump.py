@@ -80,56 +80,29 @@ executorch_dir = Path(
 )
 cmake_exe = str(Path(cmake.CMAKE_BIN_DIR) / "cmake")
 build_dir = Path("cpp_runner") / "build-profile"
-subprocess.run(
-    [
-        cmake_exe,
-        "-S",
-        "cpp_runner",
-        "-B",
-        str(build_dir),
-        "-G",
-        "Ninja",
-        f"-DCMAKE_MAKE_PROGRAM={Path(ninja.BIN_DIR) / 'ninja'}",
-        f"-DCMAKE_PREFIX_PATH={executorch_dir}",
-        "-DCMAKE_BUILD_TYPE=Release",
-    ],
-    check=True,
-    capture_output=True,
-)
-subprocess.run(
-    [cmake_exe, "--build", str(build_dir), "--target", "runner"],
-    check=True,
-    capture_output=True,
-)
+configure = [
+    *(cmake_exe, "-S", "cpp_runner", "-B", str(build_dir), "-G", "Ninja"),
+    f"-DCMAKE_MAKE_PROGRAM={Path(ninja.BIN_DIR) / 'ninja'}",
+    f"-DCMAKE_PREFIX_PATH={executorch_dir}",
+    "-DCMAKE_BUILD_TYPE=Release",
+]
+subprocess.run(configure, check=True, capture_output=True)
+build = [cmake_exe, "--build", str(build_dir), "--target", "runner"]
+subprocess.run(build, check=True, capture_output=True)
 runner = build_dir / "runner"
 
 
 def run_runner(*arguments):
-    """Run the runner; return its outputs, read back from the lines it prints, as
-    tensors."""
-    lines = iter(
-        subprocess.run(
-            [str(runner), *map(str, arguments)],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.splitlines()
-    )
-    outputs = []
-    for line in lines:
-        if line.startswith(
-            "output "
-        ):  # "output I: DTYPE [SHAPE]", then one value per line
-            shape = [
-                int(size)
-                for size in line.split("[")[1].rstrip("]").split(",")
-                if size.strip()
-            ]
-            outputs.append(
-                torch.tensor(
-                    [float(next(lines)) for _ in range(torch.Size(shape).numel())]
-                ).reshape(shape)
-            )
+    """Run the runner; return its outputs, read back from what it prints."""
+    command = [str(runner), *map(str, arguments)]
+    stdout = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    outputs, lines = [], iter(stdout.splitlines())
+    for line in lines:  # "output I: DTYPE [SHAPE]", then one value per line
+        if line.startswith("output "):
+            sizes = line.split("[")[1].rstrip("]").split(",")
+            shape = [int(size) for size in sizes if size.strip()]
+            values = [float(next(lines)) for _ in range(torch.Size(shape).numel())]
+            outputs.append(torch.tensor(values).reshape(shape))
     return outputs
 
 
@@ -153,9 +126,7 @@ def run_runner(*arguments):
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts, machine_hold
 
-held = (
-    machine_hold.pause_other_recipes()
-)  # the profile's times: the other recipes of the build stop while this one runs
+held = machine_hold.pause_other_recipes()  # the other recipes stop while this one times
 # sphinx_gallery_end_ignore
 
 # [start cpp_etdump]
@@ -164,14 +135,9 @@ from executorch.devtools import Inspector
 threads = torch.get_num_threads()
 outputs = run_runner(
     fp32_pte,
-    "--input",
-    "mobilenet_v2_cpp_profile_input.bin",
-    "--iterations",
-    4,
-    "--threads",
-    threads,
-    "--etdump",
-    "mobilenet_v2_cpp_profile.etdp",
+    *("--input", "mobilenet_v2_cpp_profile_input.bin"),
+    *("--iterations", 4, "--threads", threads),
+    *("--etdump", "mobilenet_v2_cpp_profile.etdp"),
 )
 with torch.no_grad():
     torch.testing.assert_close(outputs[0], model(example_input), atol=1e-4, rtol=1e-4)
@@ -193,19 +159,11 @@ print(profile.to_string(index=False))
 held.release()
 hold = facts.record("timing_hold", held.record())
 facts.record("threads", threads, f"{threads} thread{'s' * (threads != 1)}")
-assert (profile["kind"] == "DELEGATE_CALL").any() and profile[
-    "is_delegated_op"
-].any(), profile
+assert (profile["kind"] == "DELEGATE_CALL").any() and profile["is_delegated_op"].any(), profile
 runs_recorded = {len(raw) for raw in events["raw"]}
 assert runs_recorded == {5}, runs_recorded  # the printed run and the four timed ones
-mobilenet_outside = sorted(
-    kind.removeprefix("native_call_")
-    for kind in profile["kind"]
-    if kind.startswith("native_call_")
-)
-assert not mobilenet_outside, (
-    mobilenet_outside
-)  # the page says MobileNet V2 leaves nothing outside XNNPACK
+mobilenet_outside = sorted(k.removeprefix("native_call_") for k in profile["kind"] if k.startswith("native_call_"))
+assert not mobilenet_outside, mobilenet_outside  # the page: MobileNet V2 leaves nothing outside XNNPACK
 facts.record("etdump_runs", 5)
 calls = int(profile.loc[profile["kind"] == "DELEGATE_CALL", "count"].sum())
 facts.record("etdump_delegate_calls", calls, f"{calls} delegate call{'s' * (calls != 1)}")
@@ -217,15 +175,8 @@ timings.record_timing_table(
     "etdump_profile",
     ["Event", "Inside XNNPACK", "Events",
      f"Sum of medians ({timings.conditions(threads, 1)})"],
-    [
-        [
-            row.kind,
-            "yes" if row.is_delegated_op else "no",
-            int(row.count),
-            timings.latency_cell(row.sum, hold["load"], 3),
-        ]
-        for row in profile.itertuples()
-    ],
+    [[row.kind, "yes" if row.is_delegated_op else "no", int(row.count),
+      timings.latency_cell(row.sum, hold["load"], 3)] for row in profile.itertuples()],
     timed=[{"kind": "latency", "subject": f"MobileNet V2 fp32 in the C++ runner, ETDump events {row.kind}",
             "threads": threads, "batch": 1} for row in profile.itertuples()],
     load=hold["load"],
@@ -267,10 +218,8 @@ write_pte(head, head_input, "clipped_cumulative_head.pte")
 head_input.numpy().tofile("clipped_cumulative_head_input.bin")
 head_outputs = run_runner(
     "clipped_cumulative_head.pte",
-    "--input",
-    "clipped_cumulative_head_input.bin",
-    "--etdump",
-    "clipped_cumulative_head.etdp",
+    *("--input", "clipped_cumulative_head_input.bin"),
+    *("--etdump", "clipped_cumulative_head.etdp"),
 )
 with torch.no_grad():
     torch.testing.assert_close(head_outputs[0], head(head_input), atol=1e-5, rtol=1e-5)
@@ -284,28 +233,20 @@ outside = sorted(
 )
 
 kernels_library = executorch_dir / "lib" / "libexecutorch_kernels_optimized.so"
-symbols = subprocess.run(
-    ["nm", "-DC", "--defined-only", str(kernels_library)],
-    check=True,
-    capture_output=True,
-    text=True,
-).stdout
+nm = ["nm", "-DC", "--defined-only", str(kernels_library)]
+symbols = subprocess.run(nm, check=True, capture_output=True, text=True).stdout
 optimized = sorted(set(re.findall(r"native::opt_(\w+?)_out\b", symbols)))
 portable = sorted(
     set(re.findall(r"native::(?!opt_)(\w+?)_out\(", symbols)) - set(optimized)
 )
 # The Python runtime's compiled extensions sit beside portable_lib.
 extensions = sorted(Path(portable_lib.__file__).parent.glob("*.so"))
-linked = list(
-    dict.fromkeys(
-        line.split()[0]
-        for extension in extensions
-        for line in subprocess.run(
-            ["ldd", extension], check=True, capture_output=True, text=True
-        ).stdout.splitlines()
-        if "libexecutorch" in line
-    )
-)
+linked = []
+for extension in extensions:
+    ldd = subprocess.run(["ldd", extension], check=True, capture_output=True, text=True)
+    for line in ldd.stdout.splitlines():
+        if "libexecutorch" in line and line.split()[0] not in linked:
+            linked.append(line.split()[0])
 print(f"{len(optimized)} optimized kernels: {', '.join(optimized)}")
 print(
     f"{len(portable)} other operators, portable kernels: {', '.join(portable[:8])}, ..."
@@ -314,13 +255,11 @@ print(f"the Python runtime links: {', '.join(linked)}")
 
 
 def kernel_of(operator):
-    """The library function of an operator such as le.Scalar_out: opt_le_scalar_out or a
-    portable one."""
+    """The library function of an operator such as le.Scalar_out: opt_le_scalar_out
+    or a portable one."""
     name, overload = operator.split(".")
-    names = [
-        f"{name}_{overload.removesuffix('out').rstrip('_')}".lower().rstrip("_"),
-        name,
-    ]
+    short = f"{name}_{overload.removesuffix('out').rstrip('_')}".lower().rstrip("_")
+    names = [short, name]
     for candidate in names:
         if candidate in optimized:
             return f"opt_{candidate}_out (optimized)"
@@ -332,30 +271,16 @@ for operator in outside:
 # [end cpp_kernels]
 
 # sphinx_gallery_start_ignore
-assert "libexecutorch_kernels_optimized.so" in linked and not any(
-    "portable" in name for name in linked
-), linked
-assert (
-    len(optimized) > 10
-    and len(portable) > 100
-    and "linear" in optimized
-    and "cumsum" in portable
-)
+assert "libexecutorch_kernels_optimized.so" in linked and not any("portable" in n for n in linked), linked
+assert len(optimized) > 10 and len(portable) > 100 and "linear" in optimized and "cumsum" in portable
 facts.record("optimized_kernel_count", len(optimized))
 facts.record("optimized_kernels", ", ".join(optimized))
 facts.record("portable_kernel_count", len(portable))
 facts.record("python_runtime_libraries", ", ".join(linked))
 kinds = {kernel_of(op).endswith("(optimized)") for op in outside}
-assert kinds == {True, False}, (
-    outside
-)  # at least one optimized and one portable kernel ran
+assert kinds == {True, False}, outside  # at least one optimized and one portable kernel ran
 facts.record("head_outside_ops", ", ".join(outside))
-facts.record_table(
-    "outside_kernels",
-    [
-        "Operator that ran outside XNNPACK",
-        "Kernel in libexecutorch_kernels_optimized.so",
-    ],
-    [[op, kernel_of(op)] for op in outside],
-)
+facts.record_table("outside_kernels", ["Operator that ran outside XNNPACK",
+                                       "Kernel in libexecutorch_kernels_optimized.so"],
+                   [[op, kernel_of(op)] for op in outside])
 # sphinx_gallery_end_ignore
