@@ -47,7 +47,6 @@ NOT_SPLIT_YET = {
     "snippets/quantization/quantize_crepe_pitch_tracker.py",
     "snippets/quantization/quantize_digits_cnn_accuracy.py",
     "snippets/quantization/quantize_digits_cnn_mixed_precision.py",
-    "snippets/quantization/quantize_llm_8da4w.py",
     "snippets/quantization/remove_int8_conversions_from_crepe_tiny.py",
 }
 
