@@ -45,7 +45,6 @@ NOT_SPLIT_YET = {
     "snippets/performance/profile_pte_from_cpp_with_etdump.py",
     "snippets/performance/run_pte_on_arm_under_qemu.py",
     "snippets/quantization/quantize_crepe_pitch_tracker.py",
-    "snippets/quantization/quantize_digits_cnn_accuracy.py",
     "snippets/quantization/remove_int8_conversions_from_crepe_tiny.py",
 }
 
