@@ -9,9 +9,9 @@ ships with scikit-learn, nothing is downloaded), quantizes it with PT2E
 static int8 calibrated on the training split, with per-channel and with
 per-tensor weight scales, lowers both to XNNPACK, and measures accuracy on
 the held-out split three ways: fp32 eager, int8 eager (after
-``convert_pt2e``) and the int8 ``.pte`` on the ExecuTorch runtime. Last, it
-fine-tunes a copy with quantization-aware training and measures whether
-that wins back what post-training quantization lost.
+``convert_pt2e``) and the int8 ``.pte`` on the ExecuTorch runtime.
+:doc:`quantize_digits_cnn_with_qat` fine-tunes the same network with
+quantization-aware training.
 """
 
 # %%
@@ -61,17 +61,13 @@ optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
 shuffle = torch.Generator().manual_seed(0)
 threads = torch.get_num_threads()
 torch.set_num_threads(1)
-try:
-    for epoch in range(12):
-        for index in torch.randperm(len(train_x), generator=shuffle).split(BATCH):
-            loss = torch.nn.functional.cross_entropy(
-                model(train_x[index]), train_y[index]
-            )
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-finally:
-    torch.set_num_threads(threads)
+for epoch in range(12):
+    for index in torch.randperm(len(train_x), generator=shuffle).split(BATCH):
+        loss = torch.nn.functional.cross_entropy(model(train_x[index]), train_y[index])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+torch.set_num_threads(threads)
 model.eval()
 
 # %%
@@ -208,253 +204,63 @@ for scheme in quantized:
     )
 # [end quant_digits_accuracy]
 
-# %%
-# Quantization-aware training
-# ---------------------------
-# Post-training quantization rounds weights the network was never trained
-# to tolerate. Quantization-aware training (QAT) fine-tunes with that
-# rounding in the loop: ``prepare_qat_pt2e`` inserts fake-quantize operators
-# (quantize and dequantize in float, with straight-through gradients) where
-# ``prepare_pt2e`` would insert observers, and the configuration says so
-# with ``is_qat=True``. The starting point is a copy of the trained fp32
-# model, the fine-tuning is short (three epochs at a tenth of the learning
-# rate), and ``convert_pt2e`` turns the result into the same kind of int8
-# model as before, which lowers the same way. The exported graph has a fixed
-# batch of 50, so each epoch uses the full batches only; the graph switches
-# between training and evaluation behaviour through torchao's
-# ``move_exported_model_to_train`` and ``move_exported_model_to_eval``, as
-# ``model.train()`` cannot change an exported graph.
-
-# sphinx_gallery_start_ignore
-import time
-
-qat_start = time.perf_counter()
-# sphinx_gallery_end_ignore
-
-# [start quant_digits_qat]
-import copy
-
-from torchao.quantization.pt2e import (
-    move_exported_model_to_eval,
-    move_exported_model_to_train,
-)
-from torchao.quantization.pt2e.quantize_pt2e import prepare_qat_pt2e
-
-qat_model = prepare_qat_pt2e(
-    torch.export.export(copy.deepcopy(model), example_inputs).module(),
-    XNNPACKQuantizer().set_global(
-        get_symmetric_quantization_config(is_per_channel=True, is_qat=True)
-    ),
-)
-qat_optimizer = torch.optim.Adam(qat_model.parameters(), lr=3e-4)
-full_batches = len(train_x) // BATCH * BATCH
-qat_epochs = 3
-torch.set_num_threads(1)
-try:
-    move_exported_model_to_train(qat_model)
-    for epoch in range(qat_epochs):
-        for index in torch.randperm(len(train_x), generator=shuffle)[
-            :full_batches
-        ].split(BATCH):
-            loss = torch.nn.functional.cross_entropy(
-                qat_model(train_x[index]), train_y[index]
-            )
-            qat_optimizer.zero_grad()
-            loss.backward()
-            qat_optimizer.step()
-finally:
-    torch.set_num_threads(threads)
-move_exported_model_to_eval(qat_model)
-qat_quantized = convert_pt2e(qat_model)
-
-delegation["int8-static-qat"] = lower_to_pte(
-    qat_quantized, "digits_cnn_int8-static-qat.pte"
-)
-qat_program = runtime.load_program("digits_cnn_int8-static-qat.pte")
-qat_method = qat_program.load_method("forward")
-logits["int8-static-qat eager"] = test_logits(qat_quantized)
-logits["int8-static-qat .pte"] = test_logits(lambda x: qat_method.execute([x])[0])
-sqnr["int8-static-qat vs int8 eager"] = compute_error(
-    logits["int8-static-qat eager"], logits["int8-static-qat .pte"]
-).item()
-assert sqnr["int8-static-qat vs int8 eager"] >= MIN_SQNR_DB, sqnr
-for name in (
-    "fp32 eager",
-    "int8-static .pte",
-    "int8-static-qat eager",
-    "int8-static-qat .pte",
-):
-    measured[name] = (logits[name].argmax(dim=1) == test_y).float().mean().item()
-    print(f"{name:28s} {measured[name]:.2%}")
-# [end quant_digits_qat]
-
 # sphinx_gallery_start_ignore
 import os
 
 from xnnguide.core import facts
 from xnnguide.recipe_checks import quantization
 
-qat_seconds = time.perf_counter() - qat_start
 quantization.record_min_sqnr(MIN_SQNR_DB)
 # A trained network, not a coin toss: otherwise "within 2 points" means little.
 assert measured["fp32 eager"] > 0.9, measured
 fp32_size = os.path.getsize("digits_cnn_fp32.pte")
 logits["fp32 .pte"] = test_logits(lambda x: methods["fp32"].execute([x])[0])
 fp32_pte_accuracy = (logits["fp32 .pte"].argmax(dim=1) == test_y).float().mean().item()
-rows = [
-    ["fp32", "eager PyTorch", f"{measured['fp32 eager']:.2%}", "", "", ""],
-    ["fp32", "XNNPACK .pte", f"{fp32_pte_accuracy:.2%}", "", f"{fp32_size:,}", "1.00"],
-]
-for scheme in [*quantized, "int8-static-qat"]:
-    key = scheme.replace("-", "_")
-    size = os.path.getsize(f"digits_cnn_{scheme}.pte")
-    drop = measured["fp32 eager"] - measured[f"{scheme} .pte"]
+rows = [["fp32", "eager PyTorch", f"{measured['fp32 eager']:.2%}", "", "", ""],
+        ["fp32", "XNNPACK .pte", f"{fp32_pte_accuracy:.2%}", "", f"{fp32_size:,}", "1.00"]]
+for scheme in quantized:
+    key, eager, pte = scheme.replace("-", "_"), measured[f"{scheme} eager"], measured[f"{scheme} .pte"]
+    size, drop = os.path.getsize(f"digits_cnn_{scheme}.pte"), measured["fp32 eager"] - pte
     assert size / fp32_size < 0.5, f"{scheme}: .pte is {size / fp32_size:.2f} of fp32"
     assert delegation[scheme].num_delegated_subgraphs >= 1
     # How often the int8 program and its eager simulation pick the same digit.
-    same = (
-        (
-            logits[f"{scheme} .pte"].argmax(dim=1)
-            == logits[f"{scheme} eager"].argmax(dim=1)
-        )
-        .float()
-        .mean()
-        .item()
-    )
-    to_fp32 = compute_error(logits["fp32 eager"], logits[f"{scheme} .pte"]).item()
+    same = (logits[f"{scheme} .pte"].argmax(1) == logits[f"{scheme} eager"].argmax(1)).float().mean().item()
+    to_fp32, to_eager = sqnr[f"{scheme} vs fp32"], sqnr[f"{scheme} vs int8 eager"]
     facts.record(f"{key}_prediction_agreement", same, f"{same:.2%}")
-    facts.record(
-        f"{key}_sqnr_vs_int8_eager",
-        sqnr[f"{scheme} vs int8 eager"],
-        f"{sqnr[f'{scheme} vs int8 eager']:.1f} dB",
-    )
+    facts.record(f"{key}_sqnr_vs_int8_eager", to_eager, f"{to_eager:.1f} dB")
     facts.record(f"{key}_sqnr_vs_fp32", to_fp32, f"{to_fp32:.1f} dB")
-    facts.record(
-        f"{key}_eager_accuracy",
-        measured[f"{scheme} eager"],
-        f"{measured[f'{scheme} eager']:.2%}",
-    )
-    facts.record(
-        f"{key}_pte_accuracy",
-        measured[f"{scheme} .pte"],
-        f"{measured[f'{scheme} .pte']:.2%}",
-    )
+    facts.record(f"{key}_eager_accuracy", eager, f"{eager:.2%}")
+    facts.record(f"{key}_pte_accuracy", pte, f"{pte:.2%}")
     facts.record(f"{key}_accuracy_drop", drop, f"{100 * drop:.2f} percentage points")
     facts.record(f"{key}_pte_size_bytes", size, f"{size:,} bytes")
     facts.record(f"{key}_size_ratio", size / fp32_size, f"{size / fp32_size:.2f}")
     facts.record(f"{key}_delegated_nodes", delegation[scheme].num_delegated_nodes)
-    facts.record(
-        f"{key}_non_delegated_nodes", delegation[scheme].num_non_delegated_nodes
-    )
-    rows.append(
-        [
-            scheme,
-            "eager (after convert_pt2e)",
-            f"{measured[f'{scheme} eager']:.2%}",
-            "",
-            "",
-            "",
-        ]
-    )
-    rows.append(
-        [
-            scheme,
-            "XNNPACK .pte",
-            f"{measured[f'{scheme} .pte']:.2%}",
-            f"{to_fp32:.1f}",
-            f"{size:,}",
-            f"{size / fp32_size:.2f}",
-        ]
-    )
+    facts.record(f"{key}_non_delegated_nodes", delegation[scheme].num_non_delegated_nodes)
+    correct_images = round(pte * len(test_x))
+    facts.record(f"{key}_correct_images", correct_images, f"{correct_images}")
+    rows.append([scheme, "eager (after convert_pt2e)", f"{eager:.2%}", "", "", ""])
+    rows.append([scheme, "XNNPACK .pte", f"{pte:.2%}", f"{to_fp32:.1f}", f"{size:,}", f"{size / fp32_size:.2f}"])
 
-# Per-tensor against per-channel weights: the accuracy and the distance to fp32.
-for scheme in quantized:
-    correct_images = round(measured[f"{scheme} .pte"] * len(test_x))
-    facts.record(
-        f"{scheme.replace('-', '_')}_correct_images",
-        correct_images,
-        f"{correct_images}",
-    )
-sqnr_gap = (
-    compute_error(logits["fp32 eager"], logits["int8-static-per-tensor .pte"])
-    - compute_error(logits["fp32 eager"], logits["int8-static .pte"])
-).item()
+# Per-tensor against per-channel weights: the distance to fp32.
+sqnr_gap = sqnr["int8-static-per-tensor vs fp32"] - sqnr["int8-static vs fp32"]
 facts.record("per_tensor_sqnr_gap", abs(sqnr_gap), f"{abs(sqnr_gap):.1f} dB")
-facts.record(
-    "per_tensor_sqnr_verdict",
-    sqnr_gap,
-    "closer to" if sqnr_gap > 0 else "further from" if sqnr_gap < 0 else "as close to",
-)
+facts.record("per_tensor_sqnr_verdict", sqnr_gap,
+             "closer to" if sqnr_gap > 0 else "further from" if sqnr_gap < 0 else "as close to")
 # Why one scale per tensor costs little or much: how far apart the channels' weight
 # ranges lie in each quantized layer (largest channel range / smallest).
-spread = max(
-    (
-        weight.abs().amax(dim=tuple(range(1, weight.dim()))).max()
-        / weight.abs().amax(dim=tuple(range(1, weight.dim()))).min()
-    ).item()
-    for weight in (
-        module.weight.detach()
-        for module in model
-        if isinstance(module, (torch.nn.Conv2d, torch.nn.Linear))
-    )
-)
+ranges = [m.weight.detach().abs().flatten(1).amax(dim=1) for m in model if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
+spread = max((r.max() / r.min()).item() for r in ranges)
 facts.record("channel_range_spread", spread, f"{spread:.1f}")
-
-# Did quantization-aware training win back what post-training quantization lost?
-correct = {
-    name: round(measured[name] * len(test_x))
-    for name in ("fp32 eager", "int8-static .pte", "int8-static-qat .pte")
-}
-ptq_lost = correct["fp32 eager"] - correct["int8-static .pte"]
-qat_lost = correct["fp32 eager"] - correct["int8-static-qat .pte"]
-facts.record("ptq_lost_images", ptq_lost, f"{ptq_lost} of {len(test_x)}")
-facts.record("qat_lost_images", qat_lost, f"{qat_lost} of {len(test_x)}")
-for name, count in correct.items():
-    key = name.replace(" .pte", "").replace(" ", "_").replace("-", "_")
-    facts.record(f"{key}_right", count, f"{count} of {len(test_x)}")
-if ptq_lost <= 0:
-    verdict = "had nothing to recover, since post-training quantization lost no image"
-elif qat_lost <= 0:
-    verdict = "recovered all of it"
-elif qat_lost < ptq_lost:
-    verdict = f"recovered {ptq_lost - qat_lost} of those {ptq_lost} images"
-else:
-    verdict = "recovered none of it"
-facts.record("qat_verdict", verdict)
-facts.record("qat_epochs", qat_epochs)
-facts.record(
-    "max_accuracy_drop",
-    MAX_ACCURACY_DROP,
-    f"{100 * MAX_ACCURACY_DROP:g} percentage points",
-)
+facts.record("max_accuracy_drop", MAX_ACCURACY_DROP, f"{100 * MAX_ACCURACY_DROP:g} percentage points")
 facts.record("one_image", 1 / len(test_x), f"{100 / len(test_x):.2f} percentage points")
-facts.record("qat_seconds", qat_seconds, f"{qat_seconds:.0f} s")
 facts.record(  # the mixed-precision recipe trains the same network again
-    "fp32_accuracy",
-    measured["fp32 eager"],
-    f"{measured['fp32 eager']:.2%}",
-    quantity="digits CNN fp32, held-out accuracy",
-)
+    "fp32_accuracy", measured["fp32 eager"], f"{measured['fp32 eager']:.2%}", quantity="digits CNN fp32, held-out accuracy")
 facts.record("fp32_pte_accuracy", fp32_pte_accuracy, f"{fp32_pte_accuracy:.2%}")
 facts.record("fp32_pte_size_bytes", fp32_size, f"{fp32_size:,} bytes")
 facts.record("test_images", len(test_x), f"{len(test_x):,}")
 facts.record("train_images", len(train_x), f"{len(train_x):,}")
-facts.record(
-    "calibration_images",
-    BATCH * len(calibration_inputs),
-    f"{BATCH * len(calibration_inputs):,}",
-)
-facts.record_table(
-    "accuracy",
-    [
-        "Scheme",
-        "Program",
-        f"Accuracy on {len(test_x)} held-out images",
-        "SQNR vs fp32 (dB)",
-        ".pte bytes",
-        "Size vs fp32",
-    ],
-    rows,
-)
+facts.record("calibration_images", BATCH * len(calibration_inputs), f"{BATCH * len(calibration_inputs):,}")
+facts.record_table("accuracy", ["Scheme", "Program", f"Accuracy on {len(test_x)} held-out images", "SQNR vs fp32 (dB)",
+                                ".pte bytes", "Size vs fp32"], rows)
 facts.record("schemes", sorted(quantized), ", ".join(sorted(quantized)))
 # sphinx_gallery_end_ignore

@@ -5,12 +5,12 @@ Keep chosen layers in fp32: mixed precision on a digits CNN
 Quantizing every layer is the default, not a rule. ``XNNPACKQuantizer``
 takes settings per module: ``set_module_type`` with ``None`` leaves every
 layer of a type in fp32, and a filter function picks single layers
-(``set_module_name`` cannot, for a convolution; the recipe shows why). This recipe trains the small CNN of the digits accuracy recipe
-again, measures how much each layer costs when it alone is quantized,
-and then compares whole configurations: fp32, int8 everywhere, some layers
-kept in fp32, by accuracy on held-out images and by ``.pte`` size. Every
-program runs on the ExecuTorch runtime and is checked against the model it
-was lowered from.
+(``set_module_name`` cannot, for a convolution; the recipe shows why). This
+recipe trains the small CNN of the digits accuracy recipe again, measures
+how much each layer costs when it alone is quantized, and then compares
+whole configurations: fp32, int8 everywhere, some layers kept in fp32, by
+accuracy on held-out images and by ``.pte`` size. Every program runs on the
+ExecuTorch runtime and is checked against the model it was lowered from.
 """
 
 # %%
@@ -23,6 +23,7 @@ was lowered from.
 # created in the same order with the same seed, so the weights are the same.
 
 import torch
+from torch import nn
 from collections import OrderedDict
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
@@ -37,35 +38,27 @@ BATCH = 50
 test_batches = list(zip(test_x.split(BATCH), test_y.split(BATCH)))
 
 torch.manual_seed(0)
-model = torch.nn.Sequential(
+model = nn.Sequential(
     OrderedDict(
-        conv1=torch.nn.Sequential(
-            torch.nn.Conv2d(1, 16, 3, padding=1), torch.nn.ReLU()
-        ),
-        conv2=torch.nn.Sequential(
-            torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU()
-        ),
-        pool=torch.nn.MaxPool2d(2),
-        flatten=torch.nn.Flatten(),
-        fc1=torch.nn.Sequential(torch.nn.Linear(32 * 4 * 4, 64), torch.nn.ReLU()),
-        fc2=torch.nn.Linear(64, 10),
+        conv1=nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU()),
+        conv2=nn.Sequential(nn.Conv2d(16, 32, 3, padding=1), nn.ReLU()),
+        pool=nn.MaxPool2d(2),
+        flatten=nn.Flatten(),
+        fc1=nn.Sequential(nn.Linear(32 * 4 * 4, 64), nn.ReLU()),
+        fc2=nn.Linear(64, 10),
     )
 )
 optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
 shuffle = torch.Generator().manual_seed(0)
 threads = torch.get_num_threads()
 torch.set_num_threads(1)
-try:
-    for epoch in range(12):
-        for index in torch.randperm(len(train_x), generator=shuffle).split(BATCH):
-            loss = torch.nn.functional.cross_entropy(
-                model(train_x[index]), train_y[index]
-            )
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-finally:
-    torch.set_num_threads(threads)
+for epoch in range(12):
+    for index in torch.randperm(len(train_x), generator=shuffle).split(BATCH):
+        loss = nn.functional.cross_entropy(model(train_x[index]), train_y[index])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+torch.set_num_threads(threads)
 model.eval()
 LAYERS = ["conv1", "conv2", "fc1", "fc2"]
 
@@ -109,9 +102,8 @@ def quantize_only(layers):
 
 def quantize(quantizer):
     """Export the model, calibrate it on training images, return the quantized model."""
-    prepared = prepare_pt2e(
-        torch.export.export(model, example_inputs).module(), quantizer
-    )
+    exported = torch.export.export(model, example_inputs).module()
+    prepared = prepare_pt2e(exported, quantizer)
     with torch.no_grad():
         for inputs in calibration_inputs:
             prepared(*inputs)
@@ -120,11 +112,7 @@ def quantize(quantizer):
 
 def int8_layers(module):
     """How many layers of the quantized *module* have int8 weights."""
-    return sum(
-        "dequantize_per_channel" in str(node.target) for node in module.graph.nodes
-    )
-
-
+    return sum("dequantize_per_channel" in str(n.target) for n in module.graph.nodes)
 # [end mixed_quantize]
 
 # %%
@@ -137,7 +125,6 @@ def int8_layers(module):
 # one step, so the ranking sorts by the accuracy lost and then by the logit
 # error, which separates layers whose accuracy did not move.
 
-
 # [start mixed_sensitivity]
 def accuracy(predict):
     correct = sum((predict(x).argmax(dim=1) == y).sum().item() for x, y in test_batches)
@@ -145,9 +132,8 @@ def accuracy(predict):
 
 
 def logit_error(module):
-    return sum(
-        (module(x) - model(x)).abs().mean().item() for x, _ in test_batches
-    ) / len(test_batches)
+    errors = [(module(x) - model(x)).abs().mean().item() for x, _ in test_batches]
+    return sum(errors) / len(errors)
 
 
 alone = {layer: quantize(quantize_only([layer])) for layer in LAYERS}
@@ -160,10 +146,7 @@ with torch.no_grad():
 ranking = sorted(LAYERS, key=lambda layer: sensitivity[layer], reverse=True)
 for layer in ranking:
     drop, error = sensitivity[layer]
-    print(
-        f"{layer}: {int8_layers(alone[layer])} int8 layer, "
-        f"accuracy {-100 * drop + 0.0:+.2f} points, mean logit error {error:.4f}"
-    )
+    print(f"{layer}: accuracy {-100 * drop + 0.0:+.2f} points, logit error {error:.4f}")
 most_sensitive = ranking[0]
 # [end mixed_sensitivity]
 
@@ -190,7 +173,7 @@ print(
 # Configurations
 # --------------
 # Three quantized configurations next to fp32: every layer in int8; the
-# linear layers kept in fp32 with ``set_module_type(torch.nn.Linear, None)``,
+# linear layers kept in fp32 with ``set_module_type(nn.Linear, None)``,
 # which excludes them from the global configuration; and every layer but the
 # most sensitive one from the ranking above. Each is lowered to XNNPACK like
 # any other model: the partitioner takes the quantized layers as integer
@@ -201,19 +184,16 @@ from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPar
 from executorch.backends.xnnpack.utils.configs import get_transform_passes
 from executorch.exir import to_edge_transform_and_lower
 
+keep_linear = XNNPACKQuantizer().set_global(int8).set_module_type(nn.Linear, None)
 configurations = {
     "int8 everywhere": XNNPACKQuantizer().set_global(int8),
-    "linear layers in fp32": XNNPACKQuantizer()
-    .set_global(int8)
-    .set_module_type(torch.nn.Linear, None),
+    "linear layers in fp32": keep_linear,
     f"{most_sensitive} in fp32": quantize_only(
         [layer for layer in LAYERS if layer != most_sensitive]
     ),
 }
 modules = {"fp32": model}
-modules.update(
-    {name: quantize(quantizer) for name, quantizer in configurations.items()}
-)
+modules.update({name: quantize(q) for name, q in configurations.items()})
 
 paths = {}
 for number, (name, module) in enumerate(modules.items()):
@@ -261,15 +241,11 @@ with torch.no_grad():
         else:
             sqnr[name] = compute_error(eager_logits, program_logits).item()
             assert sqnr[name] >= MIN_SQNR_DB, (name, sqnr[name])
-        results[name] = (
-            accuracy(lambda x: method.execute([x])[0]),
-            os.path.getsize(paths[name]),
-        )
+        pte_accuracy = accuracy(lambda x: method.execute([x])[0])
+        results[name] = (pte_accuracy, os.path.getsize(paths[name]))
 for name, (value, size) in results.items():
-    print(
-        f"{name:24s} accuracy {value:.2%}  {size:,} bytes",
-        f"SQNR {sqnr[name]:.1f} dB" if name in sqnr else "",
-    )
+    sqnr_text = f"SQNR {sqnr[name]:.1f} dB" if name in sqnr else ""
+    print(f"{name:24s} accuracy {value:.2%}  {size:,} bytes", sqnr_text)
 # [end mixed_run]
 
 # sphinx_gallery_start_ignore
@@ -277,96 +253,48 @@ from xnnguide.core import facts
 from xnnguide.recipe_checks import quantization
 
 quantization.record_min_sqnr(MIN_SQNR_DB)
-# A trained network: otherwise accuracy changes say nothing.
-assert fp32_accuracy > 0.9, fp32_accuracy
+assert fp32_accuracy > 0.9, fp32_accuracy  # a trained network, or accuracy changes say nothing
 # Each single-layer model quantized exactly its layer; set_module_name none.
-assert all(int8_layers(module) == 1 for module in alone.values()), {
-    k: int8_layers(m) for k, m in alone.items()
-}
-assert int8_layers(by_name) == 0
+assert [int8_layers(m) for m in alone.values()] == [1] * len(LAYERS) and int8_layers(by_name) == 0, alone
 assert [int8_layers(modules[name]) for name in configurations] == [4, 2, 3]
-# Quantizing a layer moves the logits: the measure ranks something.
-assert all(error > 0 for _, error in sensitivity.values()), sensitivity
-fp32_size = results["fp32"][1]
+assert all(error > 0 for _, error in sensitivity.values()), sensitivity  # the measure ranks something
 sizes = {name: size for name, (_, size) in results.items()}
-sensitive_name = f"{most_sensitive} in fp32"
-# fc1 holds most of the weights: int8 everywhere is the smallest program, and
-# keeping the linear layers in fp32 gives up most of the saving.
+fp32_size, sensitive_name = sizes["fp32"], f"{most_sensitive} in fp32"
+# fc1 holds most weights: int8 everywhere is smallest; fp32 linear layers give up most of the saving.
 assert sizes["int8 everywhere"] < sizes[sensitive_name] < fp32_size, sizes
 assert sizes["int8 everywhere"] < sizes["linear layers in fp32"] < fp32_size, sizes
 assert sizes["int8 everywhere"] / fp32_size < 0.5, sizes
 # Every quantized configuration stays within 2 points of fp32.
-for name, (value, _) in results.items():
-    assert value >= fp32_accuracy - 0.02, (name, value, fp32_accuracy)
+assert all(value >= fp32_accuracy - 0.02 for value, _ in results.values()), (results, fp32_accuracy)
 
 facts.record(  # the accuracy recipe trains the same network
-    "fp32_accuracy", fp32_accuracy, f"{fp32_accuracy:.2%}", quantity="digits CNN fp32, held-out accuracy"
-)
+    "fp32_accuracy", fp32_accuracy, f"{fp32_accuracy:.2%}", quantity="digits CNN fp32, held-out accuracy")
 facts.record("test_images", len(test_x), f"{len(test_x):,}")
-facts.record(
-    "calibration_images",
-    BATCH * len(calibration_inputs),
-    f"{BATCH * len(calibration_inputs):,}",
-)
+calibration_images = BATCH * len(calibration_inputs)
+facts.record("calibration_images", calibration_images, f"{calibration_images:,}")
 facts.record("lowest_sqnr", min(sqnr.values()), f"{min(sqnr.values()):.1f} dB")
 facts.record("most_sensitive", most_sensitive)
 facts.record("least_sensitive", ranking[-1])
 facts.record("ranking", ranking, ", ".join(ranking))
 facts.record("by_name_int8_layers", int8_layers(by_name))
 facts.record("by_filter_int8_layers", int8_layers(alone["conv1"]))
-params = {
-    name: sum(p.numel() for p in model.get_submodule(name).parameters())
-    for name in LAYERS
-}
+params = {name: sum(p.numel() for p in model.get_submodule(name).parameters()) for name in LAYERS}
 facts.record_table(
     "sensitivity",
-    [
-        "Rank",
-        "Layer quantized alone",
-        "Parameters",
-        "Accuracy change (points)",
-        "Mean logit error vs fp32",
-    ],
-    [
-        [
-            rank,
-            layer,
-            f"{params[layer]:,}",
-            f"{-100 * sensitivity[layer][0] + 0.0:+.2f}",
-            f"{sensitivity[layer][1]:.4f}",
-        ]
-        for rank, layer in enumerate(ranking, start=1)
-    ],
+    ["Rank", "Layer quantized alone", "Parameters", "Accuracy change (points)", "Mean logit error vs fp32"],
+    [[rank, layer, f"{params[layer]:,}", f"{-100 * sensitivity[layer][0] + 0.0:+.2f}",
+      f"{sensitivity[layer][1]:.4f}"] for rank, layer in enumerate(ranking, start=1)],
 )
 facts.record_table(
     "configurations",
-    [
-        "Configuration",
-        "int8 layers",
-        f"Accuracy of the .pte on {len(test_x)} images",
-        "Change vs fp32 (points)",
-        ".pte bytes",
-        "Size vs fp32",
-    ],
-    [
-        [
-            name,
-            int8_layers(modules[name]) if name != "fp32" else 0,
-            f"{value:.2%}",
-            f"{100 * (value - results['fp32'][0]):+.2f}",
-            f"{size:,}",
-            f"{size / fp32_size:.2f}",
-        ]
-        for name, (value, size) in results.items()
-    ],
+    ["Configuration", "int8 layers", f"Accuracy of the .pte on {len(test_x)} images", "Change vs fp32 (points)",
+     ".pte bytes", "Size vs fp32"],
+    [[name, int8_layers(modules[name]) if name != "fp32" else 0, f"{value:.2%}",
+      f"{100 * (value - results['fp32'][0]):+.2f}", f"{size:,}", f"{size / fp32_size:.2f}"]
+     for name, (value, size) in results.items()],
 )
-for key, name in [
-    ("int8", "int8 everywhere"),
-    ("linear_fp32", "linear layers in fp32"),
-    ("sensitive_fp32", sensitive_name),
-]:
-    facts.record(
-        f"{key}_size_ratio", sizes[name] / fp32_size, f"{sizes[name] / fp32_size:.2f}"
-    )
+for key, name in [("int8", "int8 everywhere"), ("linear_fp32", "linear layers in fp32"),
+                  ("sensitive_fp32", sensitive_name)]:
+    facts.record(f"{key}_size_ratio", sizes[name] / fp32_size, f"{sizes[name] / fp32_size:.2f}")
     facts.record(f"{key}_accuracy", results[name][0], f"{results[name][0]:.2%}")
 # sphinx_gallery_end_ignore

@@ -53,13 +53,10 @@ class TinyDecoder(torch.nn.Module):
         q, k, v = (
             t.reshape(batch, length, self.heads, -1).transpose(1, 2) for t in (q, k, v)
         )
-        scores = (
-            q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-            + self.mask[:length, :length]
-        )
-        attended = (
-            (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(batch, length, -1)
-        )
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        scores = scores + self.mask[:length, :length]
+        attended = (scores.softmax(dim=-1) @ v).transpose(1, 2)
+        attended = attended.reshape(batch, length, -1)
         x = x + self.proj(attended)
         x = x + self.ffn(self.norm2(x))
         return self.head(self.norm3(x))
@@ -84,12 +81,8 @@ example_inputs = (torch.randint(0, 512, (1, 32)),)
 # their own values and activations from theirs, at run time.
 
 # [start quant_8da4w]
-from torchao.quantization import (
-    Int8DynamicActivationIntxWeightConfig,
-    IntxWeightOnlyConfig,
-    PerGroup,
-    quantize_,
-)
+from torchao.quantization import Int8DynamicActivationIntxWeightConfig, PerGroup
+from torchao.quantization import IntxWeightOnlyConfig, quantize_
 
 quantized_model = copy.deepcopy(model)
 quantize_(
@@ -103,10 +96,8 @@ quantize_(
         weight_dtype=torch.int4, weight_granularity=PerGroup(32)
     ),
 )
-print(
-    type(quantized_model.embed.weight).__name__,
-    type(quantized_model.head.weight).__name__,
-)
+print("embedding:", type(quantized_model.embed.weight).__name__)
+print("linear:", type(quantized_model.head.weight).__name__)
 # [end quant_8da4w]
 
 # %%
@@ -137,8 +128,7 @@ from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
 
 
 def lower_to_pte(module, path):
-    """Export *module*, lower it to XNNPACK, write *path*; return the program and
-    delegation info."""
+    """Lower *module* to XNNPACK, write *path*; return the program and delegation."""
     edge_program = to_edge_transform_and_lower(
         torch.export.export(module, example_inputs),
         transform_passes=get_transform_passes(),
@@ -180,12 +170,10 @@ except RuntimeError as error:
     unfused_error = f"{type(error).__name__}: {error}"
 print(unfused_error)
 
+KERNEL = "quantized_decomposed::embedding_4bit.out"
 runtime = Runtime.get()
-print(
-    "embedding_4bit kernel registered:",
-    "quantized_decomposed::embedding_4bit.out"
-    in runtime.operator_registry.operator_names,
-)
+registry = runtime.operator_registry
+print("embedding_4bit kernel registered:", KERNEL in registry.operator_names)
 try:
     runtime.load_program("decoder_8da4w.pte").load_method("forward")
 except RuntimeError as error:
@@ -195,11 +183,7 @@ print(load_error)
 # registers embedding_4bit.out with the runtime
 import executorch.kernels.quantized  # noqa: F401, E402
 
-print(
-    "embedding_4bit kernel registered:",
-    "quantized_decomposed::embedding_4bit.out"
-    in runtime.operator_registry.operator_names,
-)
+print("embedding_4bit kernel registered:", KERNEL in registry.operator_names)
 # [end quant_8da4w_failures]
 
 # sphinx_gallery_start_ignore
@@ -221,7 +205,7 @@ operators = [
     for operator in executorch_program.executorch_program.execution_plan[0].operators
 ]
 print(operators)
-assert "quantized_decomposed::embedding_4bit.out" in operators
+assert KERNEL in operators
 
 # %%
 # Run it, and trace what ran
@@ -245,22 +229,17 @@ from torchao.quantization.utils import compute_error
 MIN_SQNR_DB = 10.0  # the 8da4w .pte against its quantized eager model
 test_tokens = torch.randint(0, 512, (1, 32), generator=torch.Generator().manual_seed(1))
 
-fp32_program = runtime.load_program("decoder_fp32.pte")
+fp32_method = runtime.load_program("decoder_fp32.pte").load_method("forward")
+fp32_pte_output = fp32_method.execute([test_tokens])[0]
 torch.testing.assert_close(
-    fp32_program.load_method("forward").execute([test_tokens])[0],
-    model(test_tokens).detach(),
-    atol=1e-4,
-    rtol=1e-4,
+    fp32_pte_output, model(test_tokens).detach(), atol=1e-4, rtol=1e-4
 )
 
 int8_program = runtime.load_program("decoder_8da4w.pte", enable_etdump=True)
 int8_pte_output = int8_program.load_method("forward").execute([test_tokens])[0]
 int8_program.write_etdump_result_to_file("decoder_8da4w.etdp", "decoder_8da4w.debug")
-events = [
-    event.name
-    for block in Inspector(etdump_path="decoder_8da4w.etdp").event_blocks
-    for event in block.events
-]
+inspector = Inspector(etdump_path="decoder_8da4w.etdp")
+events = [event.name for block in inspector.event_blocks for event in block.events]
 print([name for name in events if "embedding" in name or "QB4W" in name])
 assert "native_call_embedding_4bit.out" in events
 
@@ -268,9 +247,7 @@ with torch.no_grad():
     fp32_output = model(test_tokens)
     int8_eager_output = quantized_model(test_tokens)
 sqnr_vs_int8_eager = compute_error(int8_eager_output, int8_pte_output).item()
-assert sqnr_vs_int8_eager >= MIN_SQNR_DB, (
-    f"SQNR {sqnr_vs_int8_eager:.1f} dB against quantized eager"
-)
+assert sqnr_vs_int8_eager >= MIN_SQNR_DB, f"SQNR {sqnr_vs_int8_eager:.1f} dB"
 
 
 def relative_error(output, reference):
@@ -316,13 +293,7 @@ facts.record("unfused_error", unfused_error, unfused_error)
 facts.record("load_error", load_error, load_error)
 facts.record("load_error_name", error_name(load_error), error_name(load_error))
 quantization.record_results(
-    "8da4w",
-    "decoder_fp32.pte",
-    "decoder_8da4w.pte",
-    fp32_delegation,
-    int8_delegation,
-    error_vs_int8_eager,
-    error_vs_fp32,
-    eager="8da4w",
+    "8da4w", "decoder_fp32.pte", "decoder_8da4w.pte", fp32_delegation, int8_delegation,
+    error_vs_int8_eager, error_vs_fp32, eager="8da4w",
 )
 # sphinx_gallery_end_ignore

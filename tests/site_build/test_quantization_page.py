@@ -97,6 +97,7 @@ def test_the_page_shows_the_measured_tables(built_site):
         ("quantize_crepe_pitch_tracker", "latency"),
         ("remove_int8_conversions_from_crepe_tiny", "variants"),
         ("quantize_digits_cnn_accuracy", "accuracy"),
+        ("quantize_digits_cnn_with_qat", "accuracy"),
         ("quantize_mobilenet_v2_int8_static", "results"),
         ("quantize_mlp_int8_dynamic", "results"),
         ("quantize_llm_8da4w", "results"),

@@ -42,9 +42,6 @@ NOT_SPLIT_YET = {
     "snippets/performance/benchmark_xnnpack_speedup.py",
     "snippets/performance/run_pte_on_arm_under_qemu.py",
     "snippets/quantization/quantize_crepe_pitch_tracker.py",
-    "snippets/quantization/quantize_digits_cnn_accuracy.py",
-    "snippets/quantization/quantize_digits_cnn_mixed_precision.py",
-    "snippets/quantization/quantize_llm_8da4w.py",
     "snippets/quantization/remove_int8_conversions_from_crepe_tiny.py",
 }
 
