@@ -136,10 +136,25 @@ def test_a_missing_model_is_one_line_and_a_nonzero_exit(fresh_runner, tmp_path):
 
 
 def runner_flags_named_on(page: Path, usage: str) -> list[str]:
-    """``page:line: ...`` for each ``--flag`` the page names that the runner's *usage* line lacks."""
+    """``page:line: ...`` for each ``--flag`` the page names that the runner's *usage* line lacks: in prose,
+    and in code blocks that call the runner (other tools' commands, git's and cmake's, have flags of their own)."""
     offered = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", usage))
+    lines = page.read_text(encoding="utf-8").splitlines()
+    checked, block = [], None  # (number, line) to read; the lines of the open code block
+    for number, line in enumerate(lines, start=1):
+        if line.lstrip().startswith("```"):
+            if block is None:
+                block = []
+                continue
+            if any(re.search(r"\brunner\b", text) for _, text in block):
+                checked += block
+            block = None
+        elif block is not None:
+            block.append((number, line))
+        else:
+            checked.append((number, line))
     return [f"{page.relative_to(ROOT)}:{number}: the page names {flag}, which the runner's usage does not list"
-            for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), start=1)
+            for number, line in checked
             for flag in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", line) if flag not in offered]
 
 
