@@ -26,6 +26,7 @@ import pytest
 from conftest import DOCS, GALLERY, ROOT, SNIPPETS, shown_facts, soup, table_rows
 from xnnguide.core import facts
 from xnnguide.core.records import records_dir
+from xnnguide.doccheck import pages
 
 RUNNER_SOURCES = SNIPPETS / "performance" / "cpp_runner"
 RECIPE = "build_and_run_pte_from_cpp"  # builds the runner from an empty folder; records the sources' digests
@@ -139,22 +140,12 @@ def runner_flags_named_on(page: Path, usage: str) -> list[str]:
     """``page:line: ...`` for each ``--flag`` the page names that the runner's *usage* line lacks: in prose,
     and in code blocks that call the runner (other tools' commands, git's and cmake's, have flags of their own)."""
     offered = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", usage))
-    lines = page.read_text(encoding="utf-8").splitlines()
-    checked, block = [], None  # (number, line) to read; the lines of the open code block
-    for number, line in enumerate(lines, start=1):
-        if line.lstrip().startswith("```"):
-            if block is None:
-                block = []
-                continue
-            if any(re.search(r"\brunner\b", text) for _, text in block):
-                checked += block
-            block = None
-        elif block is not None:
-            block.append((number, line))
-        else:
-            checked.append((number, line))
+    document = pages.read(page, page.read_text(encoding="utf-8"))
+    checked = document.prose_lines() + [
+        (block.text_line + offset, line) for block in document.blocks if re.search(r"\brunner\b", block.text)
+        for offset, line in enumerate(block.text.splitlines())]
     return [f"{page.relative_to(ROOT)}:{number}: the page names {flag}, which the runner's usage does not list"
-            for number, line in checked
+            for number, line in sorted(checked)
             for flag in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", line) if flag not in offered]
 
 
