@@ -21,6 +21,7 @@ Each check is tried on a small page it must flag and one it must pass, so that i
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import zipfile
@@ -43,8 +44,12 @@ def reader_pages() -> list[Path]:
                   if not page.relative_to(HTML).as_posix().startswith(NOT_FOR_READERS))
 
 
+@functools.lru_cache(maxsize=None)
 def article(html: str):
-    """The main text of a built page: the article, without the header, the sidebars and the footer."""
+    """The main text of a built page: the article, without the header, the sidebars and the footer.
+
+    Parsed once per page for all the tests of this file, which read every reader page (parsing them takes
+    seconds each time): callers only read the tree, never change it."""
     from bs4 import BeautifulSoup
 
     page = BeautifulSoup(html, "html.parser")
@@ -62,9 +67,12 @@ def _in_code(text_node) -> bool:
     return any(parent.name in CODE for parent in text_node.parents)
 
 
-def _prose(root) -> list[str]:
-    """Each text node of *root* outside code, whitespace-folded."""
-    return [" ".join(str(text).split()) for text in root.find_all(string=True) if not _in_code(text)]
+def _prose(root, leave_out: str = "") -> list[str]:
+    """Each text node of *root* outside code, and outside the elements the CSS selector *leave_out* picks,
+    whitespace-folded."""
+    left_out = {id(element) for element in root.select(leave_out)} if leave_out else set()
+    return [" ".join(str(text).split()) for text in root.find_all(string=True)
+            if not _in_code(text) and not any(id(parent) in left_out for parent in text.parents)]
 
 
 def _around(text: str, match: re.Match) -> str:
@@ -225,11 +233,9 @@ def test_stamp_paths_are_found():
 def test_no_stamp_names_a_file_of_the_sites_source_and_a_page_has_one_full_stamp(built_site):
     found = _on_reader_pages(stamp_paths)
     assert not found, _report(found, "stamps naming a source file")
-    from bs4 import BeautifulSoup
-
     several = {}
     for page in reader_pages():
-        stamps = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").select(".xnnguide-stamp")
+        stamps = article(page.read_text(encoding="utf-8")).select(".xnnguide-stamp")
         full = [stamp for stamp in stamps  # a recipe this machine could not run says so in full, wherever it is
                 if not {"xnnguide-stamp-small", "xnnguide-not-verified"} & set(stamp.get("class", []))]
         if len(full) > 1:
@@ -305,10 +311,8 @@ BUILD_REPORT_SKIPPED = ("gallery/", "explanation/verified.html")
 
 def build_report_wording(html: str) -> list[str]:
     """Phrases of a test report or build log in *html*'s prose, outside code, stamps and collapsed blocks."""
-    root = article(html)
-    for collapsed in root.select("details, .xnnguide-stamp"):
-        collapsed.decompose()
-    return [_around(text, match) for text in _prose(root) for match in BUILD_REPORT.finditer(text)]
+    return [_around(text, match) for text in _prose(article(html), leave_out="details, .xnnguide-stamp")
+            for match in BUILD_REPORT.finditer(text)]
 
 
 def test_build_report_wording_is_found_in_prose_and_captions_and_not_in_dropdowns_or_code():
