@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -32,7 +33,14 @@ def recipe(stem: str) -> Path:
 
 
 def soup(page: Path):
-    """A built page, parsed by BeautifulSoup."""
+    """A built page, parsed by BeautifulSoup: once per version of the file in a test process, as several tests read
+    every page (parsing them all takes seconds); callers only read the tree, never change it."""
+    stat = page.stat()
+    return _parsed(page.resolve(), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed(page: Path, _mtime_ns: int, _size: int):
     from bs4 import BeautifulSoup
 
     return BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
