@@ -48,6 +48,7 @@ inputs = {"LSTM": (sequence, (zeros, zeros)), "GRU": (sequence, zeros)}
 # ``executorch_call_delegate`` node per XNNPACK call; every other operator
 # node (``getitem`` only unpacks results) runs on a portable kernel.
 
+# [gallery-only recurrent_lower]
 # [start recurrent_lower]
 from collections import Counter
 
@@ -126,6 +127,7 @@ with torch.no_grad():
 # ``Linear`` layers for the gate matrices, slices (which XNNPACK takes)
 # for the gates, and the weights copied from the layer, lowers whole.
 
+# [gallery-only recurrent_remedy]
 # [start recurrent_remedy]
 class LinearLSTM(torch.nn.Module):
     """nn.LSTM's equations, one Linear for all input gates, one for the hidden ones."""
@@ -213,6 +215,7 @@ held = machine_hold.pause_other_recipes()  # the build's other recipes stop whil
 # are cheap next to the arithmetic; the page's table gives what this
 # machine measured.
 
+# [gallery-only recurrent_time]
 # [start recurrent_time]
 import time
 

@@ -34,6 +34,7 @@ calibration = [(torch.rand(1, 3, 16, 16),) for _ in range(8)]
 # difference allowed is rounding: one step of the output's scale, read
 # from the int8 graph's last ``dequantize`` node.
 
+# [gallery-only padding_same]
 # [start padding_same]
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (

@@ -43,7 +43,8 @@ def train(module, epochs, learning_rate):
     shuffle = torch.Generator().manual_seed(0)
     for _ in range(epochs):
         for index in torch.randperm(len(train_x), generator=shuffle).split(64):
-            loss = torch.nn.functional.cross_entropy(module(train_x[index]), train_y[index])
+            logits = module(train_x[index])
+            loss = torch.nn.functional.cross_entropy(logits, train_y[index])
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -113,6 +114,7 @@ with open("digits_mlp_qat.pte", "wb") as file:
 # example inputs, one batch of 8 images here. The function returns an iterable of
 # input tuples; 32 training batches of 16 give the observers real ranges.
 
+# [gallery-only ptq_export]
 # [start ptq_export]
 ptq_session = export(
     model,
@@ -134,6 +136,7 @@ with open("digits_mlp_ptq.pte", "wb") as file:
 # within two steps of the int8 output scale; then both are scored on 400
 # held-out images with the float model beside them.
 
+# [gallery-only qat_compare]
 # [start qat_compare]
 from executorch.runtime import Runtime
 
@@ -143,7 +146,8 @@ print(f"float model: {float_correct}/{len(test_y)} correct")
 
 correct = {}
 for name, session in (("QAT", qat_session), ("PTQ", ptq_session)):
-    method = Runtime.get().load_program(f"digits_mlp_{name.lower()}.pte").load_method("forward")
+    program = Runtime.get().load_program(f"digits_mlp_{name.lower()}.pte")
+    method = program.load_method("forward")
     int8_eager = session.get_stage_artifacts()[StageType.QUANTIZE].data["forward"]
     batches = test_x.split(8)
     outputs = torch.cat([method.execute([batch])[0] for batch in batches])

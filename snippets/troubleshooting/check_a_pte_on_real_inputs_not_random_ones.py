@@ -49,6 +49,7 @@ model.eval()
 # calibration batches. The same function quantizes with any calibration
 # data; here it gets ten batches of ``torch.randn``.
 
+# [gallery-only random_calibration]
 # [start random_calibration]
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
@@ -93,6 +94,7 @@ with torch.no_grad():
 # 200 random inputs through the ``.pte`` and the float model, compared with
 # a tolerance of 15% of the largest output, a loose margin for int8.
 
+# [gallery-only random_check]
 # [start random_check]
 def compare(pte, inputs):
     """Max |.pte - float| and the tolerance it must meet: 15% of the largest output."""
@@ -122,6 +124,7 @@ facts.record("random_tolerance", tolerance, f"{tolerance:.3f}")
 # ``.pte`` gets fewer of them right than the float model. Pixel values up
 # to 16 were clipped to the range the random batches showed the observers.
 
+# [gallery-only real_check]
 # [start real_check]
 def correct(predict, inputs):
     return (predict(inputs).argmax(1) == test_y).sum().item()
@@ -152,6 +155,7 @@ facts.record("random_calibrated_correct", random_real_right, f"{random_real_righ
 # the observers the real ranges; the check on held-out images then passes,
 # and the accuracy is the float model's to within a few images.
 
+# [gallery-only real_calibration]
 # [start real_calibration]
 with torch.no_grad():
     real_calibrated = lower_int8(train_x[:400].split(BATCH), "digits_int8_real.pte")
