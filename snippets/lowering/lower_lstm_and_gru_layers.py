@@ -16,12 +16,12 @@ and the same outputs.
 # -----------------------------------
 # A sensor or speech model feeds a layer a few steps at a time and carries
 # its state from one call to the next, so the initial state is an input of
-# the program. Four steps of 16 features, 32 hidden units, batch 1.
+# the program. Three steps of 16 features, 32 hidden units, batch 1.
 
 import torch
 
 torch.manual_seed(0)
-FEATURES, HIDDEN, STEPS = 16, 32, 4
+FEATURES, HIDDEN, STEPS = 16, 32, 3
 
 
 class Recurrent(torch.nn.Module):
