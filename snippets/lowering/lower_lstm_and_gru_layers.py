@@ -89,10 +89,17 @@ for name, model in layers.items():
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts
 
+
+
+def short_names(portable):
+    """aten.squeeze_copy.dims -> squeeze_copy: the operator, without namespace and overload."""
+    return ", ".join(sorted({name.split(".")[1] for name in portable}))
+
+
 for name, (calls, portable) in lowered.items():
     assert calls > 1 and portable, (name, calls, portable)
     facts.record(f"{name.lower()}_delegate_calls", calls)
-    facts.record(f"{name.lower()}_portable_operators", ", ".join(sorted(portable)))
+    facts.record(f"{name.lower()}_portable_operators", short_names(portable))
 facts.record("steps", STEPS)
 facts.record("hidden", HIDDEN)
 # sphinx_gallery_end_ignore
@@ -246,7 +253,7 @@ rows, timed = [], []
 for name in layers:
     calls, portable = lowered[name]
     ratio = fastest_us[name] / fastest_us[f"{name} as Linear"]
-    rows.append([f"nn.{name}", str(calls), ", ".join(sorted(portable)),
+    rows.append([f"nn.{name}", str(calls), short_names(portable),
                  timings.latency_cell(fastest_us[name] / 1000, hold["load"], digits=3),
                  timings.latency_cell(fastest_us[f"{name} as Linear"] / 1000, hold["load"], digits=3),
                  timings.speedup_cell(ratio, hold["load"])])
