@@ -108,3 +108,20 @@ def test_without_the_budget_table_it_says_so_in_one_line_and_writes_nothing(chec
         (checkout / "budgets.moved").rename(table)
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert "recipe_budgets.toml is missing" in result.stderr and before == after
+
+
+def test_the_budget_line_goes_after_the_last_time_budget_not_into_the_next_section(tmp_path):
+    # The comment that opens [gb] belongs to [gb]: the new line goes before it, after the last `name = seconds`.
+    (tmp_path / "snippets" / "lowering").mkdir(parents=True)
+    shutil.copy2(ROOT / "snippets" / "lowering" / "GALLERY_HEADER.rst", tmp_path / "snippets" / "lowering")
+    shutil.copy2(ROOT / "recipe_budgets.toml", tmp_path)
+    result = subprocess.run([sys.executable, "-m", "xnnguide.tools.new_recipe", NAME, "--root", str(tmp_path)],
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    lines = (tmp_path / "recipe_budgets.toml").read_text(encoding="utf-8").splitlines()
+    from xnnguide.core.recipes import DEFAULT_BUDGET_SECONDS
+
+    added = lines.index(f"{NAME} = {DEFAULT_BUDGET_SECONDS:g}")
+    assignments = [index for index, line in enumerate(lines[: lines.index("[gb]")]) if " = " in line
+                   and not line.startswith("#")]
+    assert added == assignments[-1] and lines[added - 1] == lines[assignments[-2]], lines[added - 3:added + 3]

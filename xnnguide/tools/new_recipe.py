@@ -70,13 +70,15 @@ def main(argv: list[str] | None = None) -> int:
     recipe.write_text(text.replace(PLACEHOLDER, args.name), encoding="utf-8")
     listed = order.group(0).rstrip("\n") + f"\n   {args.name}\n"
     header.write_text(header_text[: order.start()] + listed + header_text[order.end():], encoding="utf-8")
-    # Every recipe has its line in the budget table (tests/static/test_shards.py): the default, last of [seconds].
+    # Every recipe has its line in the budget table (tests/static/test_shards.py): the default, after the last line
+    # of [seconds] (not after the comment that opens the next section, which belongs to that section).
     table = args.root / BUDGET_TABLE
     table_text = table.read_text(encoding="utf-8")
-    end = table_text.find("\n[gb]")
-    end = len(table_text) if end < 0 else end
-    table.write_text(f"{table_text[:end].rstrip(chr(10))}\n{args.name} = {DEFAULT_BUDGET_SECONDS:g}\n"
-                     f"{table_text[end:]}", encoding="utf-8")
+    gb = table_text.find("\n[gb]")
+    last = list(re.finditer(r"^\w+ = .*$", table_text[: len(table_text) if gb < 0 else gb], re.M))
+    end = last[-1].end() if last else len(table_text)
+    table.write_text(f"{table_text[:end]}\n{args.name} = {DEFAULT_BUDGET_SECONDS:g}{table_text[end:]}",
+                     encoding="utf-8")
     shown = recipe.relative_to(args.root)
     print(f"wrote {shown} and listed it last in {header.relative_to(args.root)} (move it to where it belongs);"
           f" its time budget is {DEFAULT_BUDGET_SECONDS:g} s in {BUDGET_TABLE}")
