@@ -215,7 +215,8 @@ def delegation_problem(claim: Claim, lowering: Lowering) -> str:
     its input must be dequantized inside the delegate.
     """
     if lowering.outside.get(claim.target):
-        return f"{lowering.outside[claim.target]} node(s) left outside XNNPACK"
+        count = lowering.outside[claim.target]
+        return f"{count} node{'s' * (count != 1)} left outside XNNPACK"
     nodes = [node for node in lowering.inside if node.target == claim.target]
     if not nodes:
         return "the probe's graph has no such node"
