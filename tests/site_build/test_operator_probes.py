@@ -84,14 +84,14 @@ def test_unknown_operator_is_reported_without_a_probe():
 def test_table_keeps_every_operator_and_flags_failures():
     results = [
         probes.ProbeResult(ADD_FP32, probes.VERIFIED, "", 0.0, 1e-4),
-        probes.ProbeResult(ADD_INT8, probes.NOT_DELEGATED, "1 node(s) left outside XNNPACK"),
+        probes.ProbeResult(ADD_INT8, probes.NOT_DELEGATED, "1 node left outside XNNPACK"),
         probes.ProbeResult(LINEAR_DYNAMIC, probes.FAILED, "RuntimeError: x"),
     ]
     header, rows = probes.table(results)
     assert header[2:5] == list(probes.PRECISIONS)
     by_operator = {row[0]: row for row in rows}
     assert by_operator["add.Tensor"][2].startswith("verified")
-    assert by_operator["add.Tensor"][3] == "NOT DELEGATED: 1 node(s) left outside XNNPACK"
+    assert by_operator["add.Tensor"][3] == "NOT DELEGATED: 1 node left outside XNNPACK"
     assert by_operator["add.Tensor"][4] == probes.NOT_CLAIMED
     assert by_operator["linear.default"][4].startswith("FAILED")
 
@@ -101,7 +101,7 @@ def test_the_matrix_marks_each_cell_and_counts_the_conditions():
     condition = models.CONDITIONS[0]
     claim = Claim(condition.target, "AddConfig", probes.FP32)
     verified = probes.ProbeResult(claim, probes.VERIFIED, "", 0.0, 1e-4)
-    refused = probes.ProbeResult(claim, probes.REFUSED, "1 node(s) left outside XNNPACK")
+    refused = probes.ProbeResult(claim, probes.REFUSED, "1 node left outside XNNPACK")
     failed = probes.ProbeResult(Claim(condition.target, "AddConfig", probes.INT8), probes.NOT_DELEGATED, "x")
     extra = {probes.FP16: [verified], probes.DYNAMIC_SHAPES: [refused]}
     header, rows = probes.matrix([verified, failed], extra, [probes.ConditionResult(condition, refused, verified)])
@@ -126,7 +126,7 @@ def test_real_probes_pass_and_fail_as_they_should(runtime):
 def test_a_condition_is_confirmed_only_by_a_refusal_and_a_verified_acceptance():
     condition = next(c for c in models.CONDITIONS if c.target == "pow.Tensor_Scalar")
     pow_fp32 = Claim("pow.Tensor_Scalar", "PowConfig", probes.FP32)
-    refused = probes.ProbeResult(pow_fp32, probes.REFUSED, "1 node(s) left outside XNNPACK")
+    refused = probes.ProbeResult(pow_fp32, probes.REFUSED, "1 node left outside XNNPACK")
     verified = probes.ProbeResult(pow_fp32, probes.VERIFIED, "", 0.0, 1e-4)
     assert probes.ConditionResult(condition, refused, verified).confirmed
     taken = probes.ConditionResult(condition, verified, verified)  # the "refused" form was delegated
@@ -138,7 +138,7 @@ def test_table_shows_the_extra_columns_and_the_probed_conditions():
     condition = models.CONDITIONS[0]
     claim = Claim(condition.target, "AddConfig", probes.FP32)
     verified = probes.ProbeResult(claim, probes.VERIFIED, "", 0.0, 1e-4)
-    refused = probes.ProbeResult(claim, probes.REFUSED, "1 node(s) left outside XNNPACK")
+    refused = probes.ProbeResult(claim, probes.REFUSED, "1 node left outside XNNPACK")
     extra = {probes.FP16: [verified], probes.DYNAMIC_SHAPES: [refused]}
     header, rows = probes.table([verified], extra, [probes.ConditionResult(condition, refused, verified)])
     assert header[-3:-1] == list(probes.EXTRA_COLUMNS)
