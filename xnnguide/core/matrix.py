@@ -15,7 +15,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from xnnguide.core.recipes import source_digest
+from xnnguide.core.recipes import find_recipe, recipe_files, source_digest
 
 #: Where the combinations and their records live, below the checkout's top.
 RELEASES = "releases"
@@ -30,6 +30,12 @@ RECORD_FIELDS: dict[str, tuple[type, ...]] = {
     "last_frame": (str, type(None)), "missing_api": (str, type(None)), "api_in": (dict,), "facts": (dict,),
     "seconds": (int, float), "date": (str,), "machine": (dict,), "versions": (dict,)}
 STATUSES = ("passed", "failed", "not-run")
+#: How a page names each verdict of :func:`verdict`.
+VERDICTS = {"passed": "passed", "failed": "failed", "not-run": "not run", "changed": "not re-run since the recipe changed",
+            "missing": "not run yet"}
+#: Figures that measure time or memory differ between any two runs; the Releases page compares the others.
+_RUN_TO_RUN = re.compile(r"(?:^|_)(ms|us|seconds?|secs?|latency|time|times|speed|speedup|throughput|tokens_per"
+                         r"|per_second|elapsed|rss|memory|peak|mb_s|load|median|mean|p\d+)(?:_|$)")
 #: The lock lines of torch's CUDA libraries, which a combination with ``cuda_lock = false`` leaves out.
 CUDA_LOCK = re.compile(r"^(nvidia-[\w-]+|cuda-[\w-]+|triton)==.*\n", re.MULTILINE)
 #: The packages a combination may pin differently from requirements.txt.
@@ -167,6 +173,12 @@ def releases_of(record: dict[str, Any]) -> str:
     return ", ".join(f"{name} {versions[name]}" for name in ("executorch", "torch") if name in versions)
 
 
+def combination_releases(top: Path, name: str) -> str:
+    """How a page names a combination: the executorch and torch its requirements file pins."""
+    pins = pinned_versions(top, combinations(top)[name])
+    return ", ".join(f"{package} {pins[package]}" for package in ("executorch", "torch") if package in pins)
+
+
 def version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0])[:3])
 
@@ -192,3 +204,114 @@ def added_in(record: dict[str, Any], all_records: dict[str, dict[str, dict[str, 
     if first is None or first == 0 or any(seen[version] for version in ordered[:first]):
         return None
     return f"{package} {ordered[first].split('+')[0]}"
+
+
+def cause(record: dict[str, Any], every: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """A failure's cause in one line: the API the release lacks and the release that added it, else the
+    recorded exception and the traceback's last frame."""
+    added = added_in(record, every)
+    if record["missing_api"] and added:
+        return f"this release lacks {record['missing_api']}, added in {added}"
+    what = ": ".join(part for part in (record["exception"], record["message"]) if part) or "no message recorded"
+    return what + (f" (at {record['last_frame']})" if record["last_frame"] else "")
+
+
+def needs(recipe: str, every: dict[str, dict[str, dict[str, Any]]]) -> str | None:
+    """``executorch 1.5.0`` when the recipe failed somewhere for want of an API that release added."""
+    found = [added_in(records[recipe], every) for records in every.values()
+             if recipe in records and records[recipe]["status"] == "failed"]
+    found = [each for each in found if each]
+    return max(found, key=lambda each: version_key(each.split()[-1])) if found else None
+
+
+def works_on(top: Path, recipe: str, every: dict[str, dict[str, dict[str, Any]]]) -> str | None:
+    """The "works on" sentence of *recipe*, from the records *every* (:func:`records`); ``None`` for a build step,
+    which the matrix does not run."""
+    source = find_recipe(top / "snippets", recipe)
+    if not source.is_file():
+        return None
+    groups: dict[str, list[str]] = {}
+    failures = []
+    for name, records in every.items():
+        record = records.get(recipe)
+        found = verdict(record, source)
+        label = combination_releases(top, name)
+        if found == "failed":
+            failures.append(f"{label} ({cause(record, every)})")
+        else:
+            groups.setdefault(found, []).append(label)
+    parts = []
+    if groups.get("passed"):
+        parts.append("passed on " + "; ".join(groups.pop("passed")))
+    if failures:
+        parts.append("failed on " + "; ".join(failures))
+    parts += [f"{VERDICTS[outcome]}: {'; '.join(labels)}" for outcome, labels in groups.items()]
+    parts = [part[0].upper() + part[1:] for part in parts]
+    need = needs(recipe, every)
+    return ". ".join(parts) + "." + (f" Needs {need.replace(' ', ' ≥ ', 1)}." if need else "")
+
+
+def matrix_tables(top: Path, every: dict[str, dict[str, dict[str, Any]]]
+                  ) -> list[tuple[list[str], list[list[str]], str, str]]:
+    """The Releases page's tables (header, rows, caption, class): every recipe on every combination, why each
+    failure failed, and the recorded figures that differ between releases."""
+    combos = list(every)
+    heads = [combination_releases(top, name) for name in combos]
+    rows, failures, differing = [], [], []
+    for source in recipe_files(top / "snippets"):
+        verdicts = [verdict(every[name].get(source.stem), source) for name in combos]
+        rows.append([source.stem, *(VERDICTS[verdict] for verdict in verdicts)])
+        for name, head, outcome in zip(combos, heads, verdicts):
+            if outcome == "failed":
+                failures.append([source.stem, head, cause(every[name][source.stem], every)])
+        passed = {head: every[name][source.stem]["facts"] for name, head, outcome in zip(combos, heads, verdicts)
+                  if outcome == "passed"}
+        keys = sorted({key for figures in passed.values() for key in figures if not _RUN_TO_RUN.search(key)})
+        for key in keys:
+            values = [figures.get(key, "—") for figures in passed.values()]
+            if len(set(values)) > 1 and len(passed) > 1:
+                differing.append([f"{source.stem}: {key}",
+                                  "; ".join(f"{head}: {value}" for head, value in zip(passed, values))])
+    return [(["Recipe", *heads], rows, "Every recipe on every release combination", "xnnguide-release-matrix"),
+            (["Recipe", "Releases", "Cause"], failures or [["—", "—", "no failure recorded"]],
+             "Why each failure failed", "xnnguide-release-failures"),
+            (["Recipe: figure", "Value on each release it passed on"],
+             differing or [["—", "no recorded figure differs"]],
+             "Recorded figures that differ between releases", "xnnguide-release-figures")]
+
+
+#: What a page may say of a release by hand: "works on executorch 1.5.0", "needs executorch ≥ 1.5.0".
+_WORKS_CLAIM = re.compile(r"\b(?:works|runs|ran|passes|passed|tested|verified) (?:on|with) (executorch|torch) "
+                          r"(\d+\.\d+\.\d+)", re.IGNORECASE)
+_NEEDS_CLAIM = re.compile(r"\bneeds (executorch|torch) (?:≥|>=) ?(\d+\.\d+\.\d+)", re.IGNORECASE)
+_STAMPED = re.compile(r"^[`:]{3,}\{verified-stamp\}\s+(\w+)", re.MULTILINE)
+
+
+def unsupported_claims(top: Path, page: Path, every: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    """What the page *page* says of a release that the records do not back, one line each (``path:line: ...``).
+
+    "works on <package> <version>" (runs, passed, tested...) needs every recipe the page stamps to have passed,
+    in its current source, on a combination that pins that version; "needs <package> ≥ <version>" needs a
+    recipe it stamps to have failed for want of an API that release added (:func:`needs`)."""
+    text = page.read_text(encoding="utf-8")
+    recipes = [name for name in _STAMPED.findall(text) if find_recipe(top / "snippets", name).is_file()]
+    problems = []
+    for number, line in enumerate(text.splitlines(), 1):
+        for match in _WORKS_CLAIM.finditer(line):
+            package, version = match[1].lower(), match[2]
+            combos = [name for name in every
+                      if pinned_versions(top, combinations(top)[name]).get(package) == version]
+            failing = [recipe for recipe in recipes if not any(
+                verdict(every[name].get(recipe), find_recipe(top / "snippets", recipe)) == "passed"
+                for name in combos)]
+            if not recipes or not combos or failing:
+                why = ("no combination pins it" if not combos else "the page stamps no recipe" if not recipes
+                       else f"{', '.join(failing)} has no current pass there")
+                problems.append(f"{page}:{number}: claims {match[0]!r}, which the release records do not back: {why}")
+        for match in _NEEDS_CLAIM.finditer(line):
+            claimed = f"{match[1].lower()} {match[2]}"
+            found = {needs(recipe, every) for recipe in recipes} - {None}
+            if claimed not in found:
+                problems.append(f"{page}:{number}: claims {match[0]!r}, which the release records do not back: "
+                                f"they show {', '.join(sorted(found)) or 'no API its recipes lack on older releases'}")
+    return problems

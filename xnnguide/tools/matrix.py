@@ -214,6 +214,7 @@ def run_combination(top: Path, combo: matrix.Combination, jobs: int, offline: li
     units = [[str(path) for path in unit] for _, unit in shards.units(recipe_files(snippets), docs / "gallery")
              if any(path.stem in wanted and path.stem not in unrunnable for path in unit)]
     shared = scratch / "shards"
+    shutil.rmtree(shared, ignore_errors=True)
     (shared / "claims").mkdir(parents=True)
     (shared / "plan.json").write_text(json.dumps(units), encoding="utf-8")
     count = max(1, min(jobs, len(units)))
