@@ -113,3 +113,26 @@ def test_a_failure_is_read_as_exception_message_and_last_frame() -> None:
     assert tool.missing_api("ImportError", "cannot import name 'QuantizationRecipe' from 'executorch.export'") \
         == "executorch.export.QuantizationRecipe"
     assert tool.missing_api("ModuleNotFoundError", "No module named 'transformers'") is None
+
+
+def _record(combo: str, source: Path, status: str, executorch: str, **fields: object) -> dict:
+    return {"schema": 1, "combination": combo, "recipe": source.stem, "source": "", "status": status,
+            "source_sha256": matrix.source_digest(source), "exception": None, "message": None, "last_frame": None,
+            "missing_api": None, "api_in": {}, "facts": {}, "seconds": 1.0, "date": "2026-12-07", "machine": {},
+            "versions": {"executorch": executorch, "torch": "2.14.1"}, **fields}
+
+
+def test_an_api_an_older_release_lacks_is_named_with_the_release_that_added_it() -> None:
+    source = recipe_files(TOP / "snippets")[0]
+    lacks = dict(exception="ImportError", message="cannot import name 'X' from 'executorch.y'",
+                 missing_api="executorch.y.X",
+                 api_in={"pinned": True, "executorch-1.5.0": True, "executorch-1.4.1": False})
+    every = {"pinned": {source.stem: _record("pinned", source, "passed", "1.5.1")},
+             "executorch-1.5.0": {source.stem: _record("executorch-1.5.0", source, "passed", "1.5.0")},
+             "executorch-1.4.1": {source.stem: _record("executorch-1.4.1", source, "failed", "1.4.1", **lacks)},
+             "torch-2.15.0": {}}
+    sentence = matrix.works_on(TOP, source.stem, every)
+    assert "Failed on executorch 1.4.1, torch 2.13.0 (this release lacks executorch.y.X, added in executorch 1.5.0)" \
+        in sentence, sentence
+    assert sentence.endswith("Needs executorch ≥ 1.5.0."), sentence
+    assert "Not run yet: executorch 1.5.1, torch 2.15.0" in sentence, sentence
