@@ -152,6 +152,8 @@ check-build: venv ## the drift checks against the last `make html`: failed recip
 # COMBO=<name> or all; a recipe that already has a record of its current source there does not run again.
 COMBO ?=
 MATRIX_JOBS ?= 2
+# More options of the run, e.g. MATRIX_ARGS="--minutes 30": stop then, keeping what finished.
+MATRIX_ARGS ?=
 MATRIX = $(BIN)/python -m xnnguide.tools.matrix
 matrix-requirements: venv ## write each release combination's requirements file (releases/<name>.txt) from requirements.txt
 	$(MATRIX) requirements
@@ -161,7 +163,7 @@ matrix-venv: venv ## make a release combination's environment and fetch its aarc
 	$(MATRIX) venv $(COMBO) --make "$(MAKE)"
 
 matrix: matrix-venv ## run every recipe on a release combination and record the outcome: make matrix COMBO=<name>|all
-	$(MATRIX) run $(COMBO) --jobs $(MATRIX_JOBS) --offline "$(OFFLINE)"
+	$(MATRIX) run $(COMBO) --jobs $(MATRIX_JOBS) --offline "$(OFFLINE)" $(MATRIX_ARGS)
 
 # The recipe `make recipe` runs (required): R=snippets/<folder>/<name>.py.
 R ?=

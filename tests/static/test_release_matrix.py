@@ -119,7 +119,7 @@ def _record(combo: str, source: Path, status: str, executorch: str, **fields: ob
     return {"schema": 1, "combination": combo, "recipe": source.stem, "source": "", "status": status,
             "source_sha256": matrix.source_digest(source), "exception": None, "message": None, "last_frame": None,
             "missing_api": None, "api_in": {}, "facts": {}, "seconds": 1.0, "date": "2026-12-07", "machine": {},
-            "versions": {"executorch": executorch, "torch": "2.14.1"}, **fields}
+            "versions": {"executorch": executorch, "torch": "2.14.1"}, "origin": "make matrix", **fields}
 
 
 def test_an_api_an_older_release_lacks_is_named_with_the_release_that_added_it() -> None:

@@ -23,12 +23,14 @@ COMBINATIONS = "combinations.toml"
 RECORDS = "records"
 #: The version of the record format; a record of another version is refused.
 SCHEMA = 1
+#: A record's ``origin``: made by ``make matrix``, or taken from the run records of a build of the site in the
+#: combination's own environment (``matrix import-build``), which ran the recipe with the same runner.
 #: Every field of a record and the types it may hold.
 RECORD_FIELDS: dict[str, tuple[type, ...]] = {
     "schema": (int,), "combination": (str,), "recipe": (str,), "source": (str,), "source_sha256": (str,),
     "status": (str,), "exception": (str, type(None)), "message": (str, type(None)),
     "last_frame": (str, type(None)), "missing_api": (str, type(None)), "api_in": (dict,), "facts": (dict,),
-    "seconds": (int, float), "date": (str,), "machine": (dict,), "versions": (dict,)}
+    "seconds": (int, float), "date": (str,), "machine": (dict,), "versions": (dict,), "origin": (str,)}
 STATUSES = ("passed", "failed", "not-run")
 #: How a page names each verdict of :func:`verdict`.
 VERDICTS = {"passed": "passed", "failed": "failed", "not-run": "not run", "changed": "not re-run since the recipe changed",
@@ -272,7 +274,19 @@ def matrix_tables(top: Path, every: dict[str, dict[str, dict[str, Any]]]
             if len(set(values)) > 1 and len(passed) > 1:
                 differing.append([f"{source.stem}: {key}",
                                   "; ".join(f"{head}: {value}" for head, value in zip(passed, values))])
-    return [(["Recipe", *heads], rows, "Every recipe on every release combination", "xnnguide-release-matrix"),
+    runs = []
+    for name, head in zip(combos, heads):
+        got = list(every[name].values())
+        dates = sorted({record["date"] for record in got})
+        machines = sorted({f"{record['machine'].get('cpu')}, {record['machine'].get('cores')} logical cores"
+                           for record in got})
+        how = sorted({"the site's own build" if record["origin"].startswith("the site's build")
+                      else "a run of every recipe in an environment of its own" for record in got})
+        runs.append([head, " to ".join(dict.fromkeys([dates[0], dates[-1]])) if dates else "—",
+                     "; ".join(machines) or "—", "; ".join(how) or "not run yet"])
+    return [(["Releases", "Run on", "Machine", "Run by"], runs, "Where and when each column ran",
+             "xnnguide-release-runs"),
+            (["Recipe", *heads], rows, "Every recipe on every release combination", "xnnguide-release-matrix"),
             (["Recipe", "Releases", "Cause"], failures or [["—", "—", "no failure recorded"]],
              "Why each failure failed", "xnnguide-release-failures"),
             (["Recipe: figure", "Value on each release it passed on"],

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import hashlib
 import json
@@ -27,6 +28,7 @@ import platform
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -161,7 +163,7 @@ def missing_api(exception: str | None, message: str) -> str | None:
 
 
 def make_record(combo: str, source: Path, shown_source: str, run: dict[str, Any] | None,
-                recorded: dict[str, Any], reason: str | None) -> dict[str, Any]:
+                recorded: dict[str, Any], reason: str | None, origin: str = "make matrix") -> dict[str, Any]:
     """The matrix record of one recipe's run (*run*: its run record; *reason*: why it could not run)."""
     status = "failed" if reason else (run or {}).get("status", "failed")
     exception = message = frame = None
@@ -177,7 +179,7 @@ def make_record(combo: str, source: Path, shown_source: str, run: dict[str, Any]
             "machine": {key: env.get(key, default) for key, default in (
                 ("cpu", environment.cpu_model()), ("cores", os.cpu_count() or 1),
                 ("machine", platform.machine()), ("python", platform.python_version()))},
-            "versions": env.get("versions", {})}
+            "versions": env.get("versions", {}), "origin": origin}
 
 
 def to_run(top: Path, combo: matrix.Combination, every: bool) -> list[Path]:
@@ -192,7 +194,7 @@ def to_run(top: Path, combo: matrix.Combination, every: bool) -> list[Path]:
 
 
 def run_combination(top: Path, combo: matrix.Combination, jobs: int, offline: list[str], every: bool,
-                    only: list[str] | None = None) -> int:
+                    only: list[str] | None = None, until: float | None = None) -> int:
     python = python_of(top, combo)
     wanted = {source.stem for source in to_run(top, combo, every) if only is None or source.stem in only}
     if not wanted:
@@ -226,21 +228,32 @@ def run_combination(top: Path, combo: matrix.Combination, jobs: int, offline: li
     print(f">> {combo.name}: running {sum(map(len, units))} recipe(s) in {count} shard(s) with {python}", flush=True)
     processes = [subprocess.Popen([*offline, str(python), "-m", "xnnguide.site.run_shards", "--plan",
                                    str(shared / "plan.json"), "--folder", str(folder), "--threads", str(threads),
-                                   "--docs", str(docs), "--conf", str(checkout)], cwd=checkout, env=env)
+                                   "--docs", str(docs), "--conf", str(checkout)], cwd=checkout, env=env,
+                                  start_new_session=True)
                  for folder in folders] if units else []
+    stopped = False
+    while any(process.poll() is None for process in processes):
+        if until is not None and time.time() > until:  # keep what finished; the next run takes the rest
+            for process in processes:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+            stopped = True
+        time.sleep(2)
     statuses = [process.wait() for process in processes]
     seconds = time.perf_counter() - started
-    if any(status not in (0, 1) for status in statuses):
+    if not stopped and any(status not in (0, 1) for status in statuses):
         print(f"error: combination {combo.name}: a shard's process ended with status {statuses}; "
               f"no record was written", file=sys.stderr)
         return 2
     made = {}
     for folder in folders:
-        for name in json.loads((folder / shards.MANIFEST).read_text(encoding="utf-8"))["recipes"]:
-            run = json.loads((folder / "_records" / "runs" / f"{name}.json").read_text(encoding="utf-8"))
-            facts_path = folder / "_records" / "facts" / f"{name}.json"
+        for path in sorted((folder / "_records" / "runs").glob("*.json")):
+            run = json.loads(path.read_text(encoding="utf-8"))
+            if run.get("status") not in ("passed", "failed"):
+                continue  # the recipe a stopped run was in the middle of
+            facts_path = folder / "_records" / "facts" / path.name
             recorded = json.loads(facts_path.read_text(encoding="utf-8")) if facts_path.is_file() else {}
-            made[name] = (run, recorded)
+            made[path.stem] = (run, recorded)
     records = {}
     for source in recipe_files(top / "snippets"):
         if source.stem in made or source.stem in unrunnable:
@@ -248,7 +261,9 @@ def run_combination(top: Path, combo: matrix.Combination, jobs: int, offline: li
             records[source.stem] = make_record(combo.name, source, shown(source), run, recorded,
                                                unrunnable.get(source.stem))
     missing = sorted(wanted - set(records))
-    if missing:
+    if missing and stopped:
+        print(f">> {combo.name}: stopped at the time limit; not run yet: {', '.join(missing)}", flush=True)
+    elif missing:
         print(f"error: combination {combo.name}: no run of {', '.join(missing)}; no record was written",
               file=sys.stderr)
         return 2
@@ -332,6 +347,38 @@ def probe_apis(top: Path) -> None:
                     _write(matrix.records_folder(top, name) / f"{record['recipe']}.json", {**record, "api_in": found})
 
 
+def import_build(top: Path, combo: matrix.Combination, gallery: Path) -> int:
+    """Take *combo*'s records from a finished build of the site (its gallery's run records and facts), for the
+    recipes whose run there was of their current source with exactly the combination's pinned releases."""
+    pins = matrix.pinned_versions(top, combo)
+    taken, refused = {}, []
+    for source in recipe_files(top / "snippets"):
+        path = gallery / "_records" / "runs" / f"{source.stem}.json"
+        if not path.is_file():
+            refused.append(f"{source.stem}: no run record")
+            continue
+        run = json.loads(path.read_text(encoding="utf-8"))
+        versions = (run.get("environment") or {}).get("versions", {})
+        other = {name: versions.get(name) for name in pins if name in versions and versions[name] != pins[name]}
+        if run.get("source_sha256") != source_digest(source):
+            refused.append(f"{source.stem}: run of other recipe code")
+        elif other or run.get("status") not in ("passed", "failed"):
+            refused.append(f"{source.stem}: " + (f"ran with {other}" if other else f"status {run.get('status')}"))
+        else:
+            facts_path = gallery / "_records" / "facts" / f"{source.stem}.json"
+            recorded = json.loads(facts_path.read_text(encoding="utf-8")) if facts_path.is_file() else {}
+            record = make_record(combo.name, source, shown(source), run, recorded, None,
+                                 origin=f"the site's build {run.get('build_id')}")
+            taken[source.stem] = {**record, "date": str(run.get("finished", ""))[:10] or record["date"]}
+    folder = matrix.records_folder(top, combo.name)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, record in taken.items():
+        _write(folder / f"{name}.json", record)
+    print(f">> {combo.name}: took {len(taken)} record(s) from {gallery}" +
+          (f"; left out {len(refused)}: {'; '.join(refused)}" if refused else ""))
+    return 0
+
+
 def check_folders(top: Path, folders: list[Path]) -> int:
     """CI's merge step: every record in *folders* (``<folder>/<combination>/<recipe>.json``) checked against this
     checkout, then copied into ``releases/records``; nothing is copied if any is wrong."""
@@ -382,6 +429,11 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--offline", default="", help="the command that cuts the network, e.g. 'unshare -rn'")
     run.add_argument("--all-recipes", action="store_true", help="run every recipe, recorded or not")
     run.add_argument("--recipes", nargs="+", default=None, help="only these recipes (stems), of those to run")
+    run.add_argument("--minutes", type=float, default=None,
+                     help="stop after this long, keeping the records of the recipes that finished")
+    imported = commands.add_parser("import-build", help="take a combination's records from a build of the site")
+    imported.add_argument("name")
+    imported.add_argument("--gallery", type=Path, required=True, help="the build's docs/gallery")
     check = commands.add_parser("check", help="check CI's matrix records and copy them in")
     check.add_argument("folders", nargs="+", type=Path)
     args = parser.parse_args(argv)
@@ -392,6 +444,8 @@ def main(argv: list[str] | None = None) -> int:
             return check_folders(ROOT, args.folders)
         names = list(matrix.combinations(ROOT)) if args.name == "all" else [args.name]
         combos = [matrix.combination(ROOT, name) for name in names]
+        if args.command == "import-build":
+            return import_build(ROOT, combos[0], args.gallery)
         if args.command == "venv":
             return max(make_venv(ROOT, combo, shlex.split(args.make)) for combo in combos)
         if args.jobs < 1:
@@ -399,10 +453,10 @@ def main(argv: list[str] | None = None) -> int:
         for combo in combos:  # each checked before any runs: a bad one stops the run before it starts
             python_of(ROOT, combo)
             matrix.records(ROOT)
-        worst = 0
+        worst, until = 0, None if args.minutes is None else time.time() + 60 * args.minutes
         for combo in combos:
             worst = max(worst, run_combination(ROOT, combo, args.jobs, shlex.split(args.offline), args.all_recipes,
-                                                  args.recipes))
+                                                  args.recipes, until))
         if worst < 2:  # a combination whose run failed leaves every record as it was
             probe_apis(ROOT)
         return worst
