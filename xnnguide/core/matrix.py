@@ -32,6 +32,8 @@ RECORD_FIELDS: dict[str, tuple[type, ...]] = {
     "last_frame": (str, type(None)), "missing_api": (str, type(None)), "api_in": (dict,), "facts": (dict,),
     "seconds": (int, float), "date": (str,), "machine": (dict,), "versions": (dict,), "origin": (str,)}
 STATUSES = ("passed", "failed", "not-run")
+#: A failure's message on a page is cut to this many characters.
+MESSAGE_CHARACTERS = 160
 #: How a page names each verdict of :func:`verdict`.
 VERDICTS = {"passed": "passed", "failed": "failed", "not-run": "not run", "changed": "not re-run since the recipe changed",
             "missing": "not run yet"}
@@ -215,7 +217,10 @@ def cause(record: dict[str, Any], every: dict[str, dict[str, dict[str, Any]]]) -
     if record["missing_api"] and added:
         return f"this release lacks {record['missing_api']}, added in {added}"
     what = ": ".join(part for part in (record["exception"], record["message"]) if part) or "no message recorded"
-    return what + (f" (at {record['last_frame']})" if record["last_frame"] else "")
+    if len(what) > MESSAGE_CHARACTERS:  # a failed command's message is the whole command line
+        what = what[:MESSAGE_CHARACTERS].rstrip() + "…"
+    frame = re.sub(r"^/\S*/lib/python3\.\d+/", "", record["last_frame"] or "")  # the standard library's own path
+    return what + (f" (at {frame})" if frame else "")
 
 
 def needs(recipe: str, every: dict[str, dict[str, dict[str, Any]]]) -> str | None:
