@@ -24,13 +24,20 @@ DOCCHECK_PATHS := README.md docs snippets
 export PYTHONPATH := $(CURDIR)
 # The environment is keyed by the content of the files that define it, not by
 # their timestamps, so a fresh clone or a worktree reuses a matching .venv.
-ENV_KEY   := $(shell cat requirements.txt pyproject.toml | sha256sum | cut -c1-16)
+# REQUIREMENTS: the file the environment is made from; a release combination's own file for its
+# environment (releases/combinations.toml, make matrix-venv), requirements.txt for the site's.
+REQUIREMENTS ?= requirements.txt
+ENV_KEY   := $(shell cat $(REQUIREMENTS) pyproject.toml | sha256sum | cut -c1-16)
 ENV_STAMP := $(VENV)/.installed-$(ENV_KEY)
 # The installer of the environment (make venv), pinned in requirements.txt with the packages it installs.
-UV_VERSION := $(shell sed -n 's/^uv==//p' requirements.txt)
+UV_VERSION := $(shell sed -n 's/^uv==//p' $(REQUIREMENTS))
+# How uv_flags reads pip's configuration; a release combination that installs from PyPI alone (a torch above
+# this machine's cap, or a CUDA build where the disk has a CPU one) sets it to ignore the machine's settings.
+UV_FLAGS_ENV ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help venv html merge-shards browser aarch64 linkcheck test check print-static-tests check-build recipe new-recipe bench serve clean distclean
+.PHONY: matrix matrix-venv matrix-requirements
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -39,8 +46,8 @@ venv: $(ENV_STAMP) ## create or refresh the virtual environment
 
 $(ENV_STAMP):
 	@case "$(abspath $(VENV))" in $(CURDIR)/*) ;; *) \
-	  echo "error: $(VENV) does not match requirements.txt, and is outside this checkout; refusing to recreate it" >&2; exit 2;; esac
-	@echo ">> creating $(VENV) from requirements.txt (first run takes a few minutes)"
+	  echo "error: $(VENV) does not match $(REQUIREMENTS), and is outside this checkout; refusing to recreate it" >&2; exit 2;; esac
+	@echo ">> creating $(VENV) from $(REQUIREMENTS) (first run takes a few minutes)"
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	@# uv installs the same pinned requirements as `pip install -r requirements.txt`, from the same files (the
@@ -49,7 +56,7 @@ $(ENV_STAMP):
 	@# without them every process would compile what it imports. compileall writes them with a process per
 	@# core. Like pip, it passes over the modules this Python cannot compile (torch's tests of Python 3.12 syntax).
 	$(BIN)/pip install --disable-pip-version-check --progress-bar off uv==$(UV_VERSION)
-	$(BIN)/uv pip install --python $(BIN)/python $$($(BIN)/python -m xnnguide.tools.uv_flags $(BIN)/pip) -r requirements.txt
+	$(BIN)/uv pip install --python $(BIN)/python $$($(UV_FLAGS_ENV) $(BIN)/python -m xnnguide.tools.uv_flags $(BIN)/pip) -r $(REQUIREMENTS)
 	$(BIN)/python -c 'import compileall, sys; compileall.compile_dir(sys.argv[1], quiet=2, workers=0)' $(VENV)/lib
 	touch $@
 
@@ -138,6 +145,25 @@ print-static-tests: ## list the files `make check` runs
 
 check-build: venv ## the drift checks against the last `make html`: failed recipes, blocks without a fate
 	$(BIN)/python -m xnnguide.doccheck --build $(DOCCHECK_PATHS)
+
+# The release matrix (releases/combinations.toml): every recipe run on each combination of releases, one
+# combination at a time, offline after its set-up, through the build's own runner in a scratch copy under
+# _build/matrix/; its records go to releases/records/<combination>/ (xnnguide/tools/matrix.py).
+# COMBO=<name> or all; a recipe that already has a record of its current source there does not run again.
+COMBO ?=
+MATRIX_JOBS ?= 2
+# More options of the run, e.g. MATRIX_ARGS="--minutes 30": stop then, keeping what finished.
+MATRIX_ARGS ?=
+MATRIX = $(BIN)/python -m xnnguide.tools.matrix
+matrix-requirements: venv ## write each release combination's requirements file (releases/<name>.txt) from requirements.txt
+	$(MATRIX) requirements
+
+matrix-venv: venv ## make a release combination's environment and fetch its aarch64 executorch: make matrix-venv COMBO=<name>|all
+	@test -n "$(COMBO)" || { echo "usage: make matrix-venv COMBO=<name>|all (names: releases/combinations.toml)" >&2; exit 2; }
+	$(MATRIX) venv $(COMBO) --make "$(MAKE)"
+
+matrix: matrix-venv ## run every recipe on a release combination and record the outcome: make matrix COMBO=<name>|all
+	$(MATRIX) run $(COMBO) --jobs $(MATRIX_JOBS) --offline "$(OFFLINE)" $(MATRIX_ARGS)
 
 # The recipe `make recipe` runs (required): R=snippets/<folder>/<name>.py.
 R ?=

@@ -4,7 +4,7 @@ Running recipes: :mod:`.run_shards` (the shards side by side, merged into the ga
 recipe in a watched process), :mod:`.build` (a one-recipe build, and the pages' build that runs none),
 :mod:`.runs` (the hook around a recipe and its run record), :mod:`.build_steps` (scripts out of the gallery),
 :mod:`.recipe_output` (pages show what a recipe prints). Writing pages: :mod:`.directives`,
-:mod:`.gallery_pages`, :mod:`.timing_sources`, :mod:`.ledger`, :mod:`.navigation`, :mod:`.summary`.
+:mod:`.gallery_pages`, :mod:`.timing_sources`, :mod:`.works_on` (the release matrix), :mod:`.ledger`, :mod:`.navigation`, :mod:`.summary`.
 It imports only itself and :mod:`xnnguide.core`, which is Sphinx-free.
 """
 

@@ -2,7 +2,8 @@
 
 ``{fact}`` and ``fact-block`` (a recorded scalar), ``fact-table`` (a recorded table), ``generated-table`` (a
 table computed while the page is read), ``{quoted-error}`` (a message some recipe must have recorded),
-``verified-stamp`` (which releases, machine and date verified a recipe) and ``recipe-times`` (every recipe's
+``verified-stamp`` (which releases, machine and date verified a recipe, and beside it on which other releases it
+passed or failed: :mod:`.works_on`) and ``recipe-times`` (every recipe's
 last run). Each warns at its line when what it shows was not recorded, and makes the page depend on the files
 it read. A quoted timing must carry its conditions and have one source (:mod:`.timing_sources`).
 """
@@ -27,7 +28,7 @@ from sphinx.util.docutils import SphinxDirective, SphinxRole
 from xnnguide.core import facts
 from xnnguide.core.recipes import budget_seconds, build_step_files, find_source, recipe_files, shown
 from xnnguide.core.records import load_run_record, quote_recorded, recorded_texts, records_dir
-from xnnguide.site import timing_sources
+from xnnguide.site import timing_sources, works_on
 from xnnguide.site.runs import gallery_dir
 
 logger = logging.getLogger(__name__)
@@ -221,7 +222,7 @@ def verified_stamp(self: SphinxDirective) -> list[nodes.Node]:
         link = _link(self, _recipe_page(record))
         if link is None:  # a build step's: it has no page to point to, and the full stamp above said the rest
             return []
-        return _stamp(["xnnguide-stamp-small"], nodes.Text("Verified: "), link)
+        return [*_stamp(["xnnguide-stamp-small"], nodes.Text("Verified: "), link), *_works_on(self, recipe)]
     env = record["environment"]
     versions = ", ".join(f"{name} {version}" for name, version in env["versions"].items())
     where = (f" on {record['finished'][:10]} with {versions}, Python {env['python']}, "
@@ -231,8 +232,37 @@ def verified_stamp(self: SphinxDirective) -> list[nodes.Node]:
     links = nodes.inline("", "", *[part for index, link in enumerate(about)
                                    for part in ([nodes.Text(" · ")] if index else []) + [link]],
                          classes=["xnnguide-stamp-links"])
-    return _stamp([], nodes.Text("Verified by running "), *_what_ran(self, record), nodes.Text(where),
-                  *([nodes.Text(" "), links] if about else []))
+    stamp = _stamp([], nodes.Text("Verified by running "), *_what_ran(self, record), nodes.Text(where),
+                   *([nodes.Text(" "), links] if about else []))
+    stamp[0] += _works_on(self, recipe)  # the other releases it ran on, inside the same box
+    return stamp
+
+
+#: The page with the whole release matrix; every "works on" line links to it.
+RELEASES_PAGE = "/reference/releases"
+
+
+def _works_on(self: SphinxDirective, recipe: str) -> list[nodes.Node]:
+    """The "works on" line of *recipe* (:func:`.works_on.works_on`), linking to the Releases page."""
+    text = works_on.works_on(self.env, recipe)
+    if text is None:
+        return []
+    paragraph = nodes.paragraph("", "", nodes.strong(text="Works on: "), nodes.Text(text + " "),
+                                classes=["xnnguide-works-on"])
+    link = _link(self, RELEASES_PAGE, "All releases")
+    if link is not None:
+        paragraph += link
+    paragraph["support_smartquotes"] = False
+    return [paragraph]
+
+
+def release_matrix(self: SphinxDirective) -> list[nodes.Node]:
+    """``release-matrix``: every recipe on every release combination, each failure's cause in one line, and the
+    recorded figures that differ between releases (:func:`.works_on.matrix_tables`)."""
+    tables = [rst_table(*table) for table in works_on.matrix_tables(self.env)]
+    for table in tables:
+        table["support_smartquotes"] = False
+    return tables
 
 
 #: A command-line option as typed: two hyphens and a letter (``--build``, ``--config``). Sphinx's smart quotes
@@ -292,6 +322,7 @@ def register(app: Sphinx) -> None:
     app.add_directive("fact-block", _directive(fact_block, language=unchanged))
     app.add_directive("verified-stamp", _directive(verified_stamp))
     app.add_directive("recipe-times", _directive(recipe_times, arguments=0))
+    app.add_directive("release-matrix", _directive(release_matrix, arguments=0))
     app.connect("doctree-read", _warn_doubled_stops)
     app.add_transform(KeepCommandsAsTyped)
     timing_sources.register(app)
