@@ -136,3 +136,18 @@ def test_an_api_an_older_release_lacks_is_named_with_the_release_that_added_it()
         in sentence, sentence
     assert sentence.endswith("Needs executorch ≥ 1.5.0."), sentence
     assert "Not run yet: executorch 1.5.1, torch 2.15.0" in sentence, sentence
+
+
+def test_a_cause_names_the_failed_program_and_no_path_of_the_machine_that_ran_it() -> None:
+    source = recipe_files(TOP / "snippets")[0]
+    failed = _record("executorch-1.4.1", source, "failed", "1.4.1", exception="subprocess.CalledProcessError",
+                     message="Command '['/work/x/.venv-matrix/e/lib/python3.11/site-packages/cmake/data/bin/cmake', "
+                             "'-S', 'cpp_runner']' returned non-zero exit status 1.",
+                     last_frame="/root/.pyenv/versions/3.11.7/lib/python3.11/subprocess.py:571 in run")
+    assert matrix.cause(failed, {}) == "subprocess.CalledProcessError: cmake exited with status 1 (at subprocess.py:571 in run)"
+    ours = _record("executorch-1.4.1", source, "failed", "1.4.1", exception="RuntimeError", message="no tokenizer",
+                   last_frame="xnnguide/recipe_checks/shared_files.py:110 in _ensure_one")
+    assert matrix.cause(ours, {}) == "RuntimeError: no tokenizer"
+    inside = _record("executorch-1.4.1", source, "failed", "1.4.1", exception="IndexError", message="out of range",
+                     last_frame="/work/x/.venv-matrix/e/lib/python3.11/site-packages/executorch/a.py:3 in f")
+    assert matrix.cause(inside, {}) == "IndexError: out of range (at executorch/a.py:3 in f)"

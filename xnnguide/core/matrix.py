@@ -216,11 +216,30 @@ def cause(record: dict[str, Any], every: dict[str, dict[str, dict[str, Any]]]) -
     added = added_in(record, every)
     if record["missing_api"] and added:
         return f"this release lacks {record['missing_api']}, added in {added}"
-    what = ": ".join(part for part in (record["exception"], record["message"]) if part) or "no message recorded"
-    if len(what) > MESSAGE_CHARACTERS:  # a failed command's message is the whole command line
+    message = record["message"] or ""
+    command = _FAILED_COMMAND.search(message)
+    if command:  # the whole command line says less than which program failed, and how
+        message = f"{Path(command[1]).name} exited with status {command[2]}"
+    what = ": ".join(part for part in (record["exception"], _without_paths(message)) if part) or "no message recorded"
+    if len(what) > MESSAGE_CHARACTERS:
         what = what[:MESSAGE_CHARACTERS].rstrip() + "…"
-    frame = re.sub(r"^/\S*/lib/python3\.\d+/", "", record["last_frame"] or "")  # the standard library's own path
+    frame = _without_paths(record["last_frame"] or "")
+    if frame.startswith(_SITE_PACKAGE):  # the site's own checking code is not where a reader's run fails
+        frame = ""
     return what + (f" (at {frame})" if frame else "")
+
+
+#: A failed command's message (``subprocess.CalledProcessError``): its program and exit status.
+_FAILED_COMMAND = re.compile(r"Command '\[?'([^']+)'.*?returned non-zero exit status (\d+)")
+#: Where an installed package, the standard library or a checkout lies on the machine that ran the matrix: a
+#: reader's paths differ, so a page shows a path from the package or the checkout's top on.
+_MACHINE_PATH = re.compile(r"/\S*?/(?:lib/python3\.\d+/(?:site-packages/|dist-packages/)?|site-packages/|dist-packages/)"
+                           r"|/\S*?/(?=snippets/)")
+_SITE_PACKAGE = __name__.split(".")[0] + "/"
+
+
+def _without_paths(text: str) -> str:
+    return _MACHINE_PATH.sub("", text)
 
 
 def needs(recipe: str, every: dict[str, dict[str, dict[str, Any]]]) -> str | None:
