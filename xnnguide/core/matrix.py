@@ -37,9 +37,12 @@ MESSAGE_CHARACTERS = 160
 #: How a page names each verdict of :func:`verdict`.
 VERDICTS = {"passed": "passed", "failed": "failed", "not-run": "not run", "changed": "not re-run since the recipe changed",
             "missing": "not run yet"}
-#: Figures that measure time or memory differ between any two runs; the Releases page compares the others.
-_RUN_TO_RUN = re.compile(r"(?:^|_)(ms|us|seconds?|secs?|latency|time|times|speed|speedup|throughput|tokens_per"
-                         r"|per_second|elapsed|rss|memory|peak|mb_s|load|median|mean|p\d+)(?:_|$)")
+#: Figures that differ between any two runs: what measures time or memory, the conditions of a timing (the hold
+#: and the machine's share), ratios of two timings (``_vs_``), and text a run prints (log lines, traces, generated
+#: text, the files a run left, version strings of install lines); the Releases page compares the others.
+_RUN_TO_RUN = re.compile(r"(?:^|_)(ms|us|seconds?|secs?|latency|time|times|timing|speed|speedup|throughput|tokens_per"
+                         r"|per_second|elapsed|rss|memory|peak|mb_s|mib|load|median|mean|p\d+|hold|held|stopped|share"
+                         r"|vs|log|line|trace|text|behind|constraints|dependency|package)(?:_|$)")
 #: The lock lines of torch's CUDA libraries, which a combination with ``cuda_lock = false`` leaves out.
 CUDA_LOCK = re.compile(r"^(nvidia-[\w-]+|cuda-[\w-]+|triton)==.*\n", re.MULTILINE)
 #: The packages a combination may pin differently from requirements.txt.
