@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT
 
 NAME = "scaffold_probe"
-COPIED = [".ci", ".github", "Makefile", "conf.py", "recipe_budgets.toml", "README.md", "requirements.txt",
+COPIED = [".ci", ".github", "Makefile", "conf.py", "recipe_budgets.toml", "README.md", "releases", "requirements.txt",
           "pyproject.toml", "docs", "snippets", "tests", "xnnguide"]
 VENV = str((ROOT / ".venv").resolve()) if (ROOT / ".venv").exists() else os.path.dirname(os.path.dirname(sys.executable))
 

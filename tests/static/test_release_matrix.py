@@ -151,3 +151,10 @@ def test_a_cause_names_the_failed_program_and_no_path_of_the_machine_that_ran_it
     inside = _record("executorch-1.4.1", source, "failed", "1.4.1", exception="IndexError", message="out of range",
                      last_frame="/work/x/.venv-matrix/e/lib/python3.11/site-packages/executorch/a.py:3 in f")
     assert matrix.cause(inside, {}) == "IndexError: out of range (at executorch/a.py:3 in f)"
+
+
+def test_a_failure_in_the_recipe_names_its_line_not_the_sites_source_path() -> None:
+    source = recipe_files(TOP / "snippets")[0]
+    failed = _record("executorch-1.4.1", source, "failed", "1.4.1", exception="AssertionError", message="2 != 1",
+                     last_frame="/work/x/snippets/lowering/a_recipe.py:214 in <module>")
+    assert matrix.cause(failed, {}) == "AssertionError: 2 != 1 (at the recipe's line 214)"

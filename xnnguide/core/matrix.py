@@ -229,6 +229,9 @@ def cause(record: dict[str, Any], every: dict[str, dict[str, dict[str, Any]]]) -
     frame = _without_paths(record["last_frame"] or "")
     if frame.startswith(_SITE_PACKAGE):  # the site's own checking code is not where a reader's run fails
         frame = ""
+    in_recipe = re.match(r"snippets/\S+\.py:(\d+)", frame)
+    if in_recipe:  # the page is the recipe's: its line, not the site's source path
+        frame = f"the recipe's line {in_recipe[1]}"
     return what + (f" (at {frame})" if frame else "")
 
 
