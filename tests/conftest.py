@@ -75,19 +75,25 @@ def built_site() -> Path:
 
 # ---------------------------------------------------------------- order of the files
 
-#: The test files that run longest, longest first (seconds of work, measured one file at a time on a loaded
-#: 2-core machine on 2026-12-07: browser about 300 in CI, then about 60, 50, 40, 35, 35, 30, 30, 15). make test
-#: hands whole files to its two workers in this order (pytest-xdist's ``--dist loadfile --no-loadscope-reorder``),
-#: each worker taking the next file as it runs out: longest first, so that no file of a minute starts last while
-#: the other worker idles. The rest follow in pytest's own order.
-LONGEST_FILES = ["test_browser.py", "test_isolation.py", "test_walk_throughs.py", "test_aot_compiler.py",
-                 "test_build_cache.py", "test_build_steps.py", "test_new_recipe.py", "test_rendering.py",
-                 "test_reader_runs.py"]
+#: The test files that run longest, longest first (seconds of work, measured with ``--durations=0`` on a quiet
+#: 2-core machine on 2026-12-07: about 160 and 80 for the two classes of the every-page browser check, then 45,
+#: 40, 35, 33, 32, 22, 18, 17, 17, 15). make test hands each file, or a class of tests, whole to one of its two
+#: workers, in this order (pytest-xdist's ``--dist loadscope --no-loadscope-reorder``), each worker taking the
+#: next as it runs out: longest first, so that no file of a minute starts last while the other worker idles.
+#: The rest follow in pytest's own order.
+LONGEST_FILES = ["test_browser.py::TestEveryGalleryPage", "test_browser.py::TestEveryOtherPage", "test_isolation.py",
+                 "test_build_cache.py", "test_new_recipe.py", "test_walk_throughs.py", "test_aot_compiler.py",
+                 "test_shards.py", "test_quoted_error.py", "test_arm_runner.py", "test_build_steps.py",
+                 "test_rendering.py", "test_reader_runs.py"]
 
 
 def pytest_collection_modifyitems(items):
     rank = {name: index for index, name in enumerate(LONGEST_FILES)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # a stable sort: the rest keep their order
+
+    def unit(item) -> str:  # what pytest-xdist's loadscope hands to one worker: the file, or its class
+        return "::".join([item.path.name, *([item.cls.__name__] if item.cls else [])])
+
+    items.sort(key=lambda item: rank.get(unit(item), len(rank)))  # a stable sort: the rest keep their order
 
 
 # ---------------------------------------------------------------- a page as a reader copies it

@@ -4,8 +4,9 @@ pytest-playwright drives ``/usr/bin/chromium`` (fixtures in ``conftest.py``;
 no browser is ever downloaded) against ``_build/html`` served on a free
 localhost port. Every HTML file the build wrote is loaded, not only the
 pages of the toctree; every request to another host than localhost is
-intercepted and refused, and fails the test. A screenshot of each page is
-saved under ``_build/screenshots/`` for review.
+intercepted and refused, and fails the test. With ``XNNGUIDE_SCREENSHOTS=1`` in
+the environment, a screenshot of each page is saved under
+``_build/screenshots/`` for review.
 
 ``make browser`` (a prerequisite of ``make test``) installs Chromium when it
 is missing; without it these tests fail, they never skip.
@@ -14,6 +15,7 @@ is missing; without it these tests fail, they never skip.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from urllib.parse import unquote
@@ -28,6 +30,9 @@ from xnnguide.core.recipes import recipe_files
 pytestmark = pytest.mark.build
 
 SCREENSHOTS = BUILD / "screenshots"
+#: Whether :func:`screenshot` saves: only a reviewer looks at the pictures, and saving one costs about half a
+#: second a page, a sixth of the every-page test.
+SAVE_SCREENSHOTS = os.environ.get("XNNGUIDE_SCREENSHOTS") == "1"
 
 #: Every HTML file the build wrote, as a path relative to the site root,
 #: except the theme's template fragments it copies among the static files.
@@ -62,7 +67,10 @@ def slug(page: str) -> str:
 
 
 def screenshot(page, name: str, max_height: int = 8000) -> None:
-    """Save the page, up to *max_height* CSS pixels of it, as ``_build/screenshots/<name>.png``."""
+    """Save the page, up to *max_height* CSS pixels of it, as ``_build/screenshots/<name>.png``, when
+    :data:`SAVE_SCREENSHOTS` says to."""
+    if not SAVE_SCREENSHOTS:
+        return
     height = min(page.evaluate("document.documentElement.scrollHeight"), max_height)
     width = page.viewport_size["width"]
     page.screenshot(path=SCREENSHOTS / f"{name}.png", full_page=True,
@@ -210,14 +218,13 @@ def code_block_problems(page) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("page_path", ALL_PAGES)
-def test_every_page_loads_cleanly_shows_its_code_and_passes_axe_in_light_and_dark(tab, page_path):
+def page_problems(tab, page_path: str) -> list[str]:
+    """What is wrong with *page_path* as a reader's browser shows it; an empty list when nothing is."""
     # Each page is loaded once, in the light scheme, and checked: only local requests, no failed request or
     # console error, rendered images, a title and a heading; code blocks highlighted with copy buttons (output
     # blocks without); axe-core's WCAG 2 A and AA rules. Then the reader's system turns dark while the page is
     # open, as the theme's "auto" mode follows it: what the switch requested, and the rules whose verdict
     # depends on colours, in dark (a second load in dark cost a second per page and found nothing more).
-    # All problems are reported together.
     # A reader's page is read at a desktop's width too (:func:`desktop_problems`).
     problems = []
     tab.page.set_viewport_size(DESKTOP)
@@ -232,7 +239,23 @@ def test_every_page_loads_cleanly_shows_its_code_and_passes_axe_in_light_and_dar
     switch_scheme(tab, "dark")
     problems += [f"dark: {line}" for line in traffic_problems(tab)]
     problems += [f"axe, dark: {line}" for line in violations(tab.page, COLOUR_RULES)]
-    assert not problems, f"{page_path}: {len(problems)} problem(s):\n" + "\n".join(problems)
+    return problems
+
+
+# pytest-xdist (``--dist loadscope``) hands each class to one worker and the module's functions to one: the
+# every-page check, a third of the test suite's work, is two classes so that both workers share it.
+class TestEveryGalleryPage:
+    @pytest.mark.parametrize("page_path", [path for path in ALL_PAGES if path.startswith("gallery/")])
+    def test_loads_cleanly_shows_its_code_and_passes_axe_in_light_and_dark(self, tab, page_path):
+        problems = page_problems(tab, page_path)  # all of a page's problems, reported together
+        assert not problems, f"{page_path}: {len(problems)} problem(s):\n" + "\n".join(problems)
+
+
+class TestEveryOtherPage:
+    @pytest.mark.parametrize("page_path", [path for path in ALL_PAGES if not path.startswith("gallery/")])
+    def test_loads_cleanly_shows_its_code_and_passes_axe_in_light_and_dark(self, tab, page_path):
+        problems = page_problems(tab, page_path)
+        assert not problems, f"{page_path}: {len(problems)} problem(s):\n" + "\n".join(problems)
 
 
 def requests_after_our_wait_and_after_networkidle(tab, page_path: str) -> tuple[list[str], list[str]]:

@@ -37,7 +37,7 @@ def phases(args: argparse.Namespace) -> dict[str, list[list[str]]]:
                    "--", *sphinx]],
         "drift": [[python, "-m", "xnnguide.doccheck", "--build", *DOCCHECK_PATHS],
                   [python, "-m", "xnnguide.doccheck.reader_code", *DOCCHECK_PATHS]],
-        "tests": [[python, "-m", "pytest", "-n", str(args.pytest_jobs), "--dist", "loadfile", "--no-loadscope-reorder",
+        "tests": [[python, "-m", "pytest", "-n", str(args.pytest_jobs), "--dist", "loadscope", "--no-loadscope-reorder",
                    f"--durations={args.durations}", *shlex.split(args.pytest_args)]],
         "linkcheck": [[args.make, "--no-print-directory", "linkcheck"]],
     }
