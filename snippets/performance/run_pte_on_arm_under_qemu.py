@@ -224,7 +224,8 @@ for cpu in CPU_MODELS:
         seconds[cpu, name] = time.perf_counter() - start
         arm_outputs[cpu, name] = read_outputs(done.stdout)[0]
 
-# The int8 program's outputs are multiples of one quantum, its output scale.
+# The int8 program's outputs are multiples of one quantum, its output scale,
+# saved with the programs.
 quantum = eager_outputs["int8_quantum"]
 for cpu in CPU_MODELS:
     fp32_error = (arm_outputs[cpu, "fp32"] - x86_outputs["fp32"]).abs().max().item()
