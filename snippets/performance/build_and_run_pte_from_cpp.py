@@ -35,7 +35,8 @@ from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 
 def calibrate_batchnorm(model, batches=4, batch_size=8):
-    norms = [m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    norms = [module for module in model.modules()
+             if isinstance(module, torch.nn.BatchNorm2d)]
     momenta = [norm.momentum for norm in norms]
     for norm in norms:
         norm.reset_running_stats()
@@ -82,8 +83,7 @@ fp32_pte = write_pte(model, folder / "fp32.pte")
 int8_pte = write_pte(quantized_model, folder / "int8.pte")
 with torch.no_grad():  # what the other recipes of this section check their runs against
     eager = {"input": example_input, "fp32_on_ones": model(torch.ones(1, 3, 224, 224)),
-             "fp32_on_input": model(example_input),
-             "int8_on_input": quantized_model(example_input),
+             "fp32": model(example_input), "int8": quantized_model(example_input),
              "int8_quantum": list(quantized_model.graph.nodes)[-1].args[0][0].args[1]}
 torch.save(eager, folder / "eager_outputs.pt")
 
@@ -216,7 +216,7 @@ int8_outputs, int8_stdout = run_runner(int8_pte, "--input", input_file)
 int8_program = Runtime.get().load_program(int8_pte)
 int8_python = int8_program.load_method("forward").execute([example_input])[0]
 torch.testing.assert_close(int8_outputs[0], int8_python, atol=1e-6, rtol=0)
-int8_sqnr = compute_error(eager["int8_on_input"], int8_outputs[0]).item()
+int8_sqnr = compute_error(eager["int8"], int8_outputs[0]).item()
 assert int8_sqnr >= MIN_SQNR_DB, f"SQNR {int8_sqnr:.1f} dB vs the quantized eager model"
 
 print("\n".join(fp32_stdout.splitlines()[:6]), "...", sep="\n")

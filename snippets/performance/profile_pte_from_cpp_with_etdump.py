@@ -123,7 +123,7 @@ outputs = run_runner(
     *("--iterations", 4, "--threads", threads),
     *("--etdump", "mobilenet_v2_cpp_profile.etdp"),
 )
-eager_output = eager_outputs["fp32_on_input"]
+eager_output = eager_outputs["fp32"]
 torch.testing.assert_close(outputs[0], eager_output, atol=1e-4, rtol=1e-4)
 
 events = Inspector(etdump_path="mobilenet_v2_cpp_profile.etdp").to_dataframe()

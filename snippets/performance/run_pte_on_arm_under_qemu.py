@@ -53,8 +53,8 @@ x86_outputs = {
     name: runtime.load_program(path).load_method("forward").execute([example_input])[0]
     for name, path in programs.items()
 }
-eager_fp32 = eager_outputs["fp32_on_input"]
-eager_int8 = eager_outputs["int8_on_input"]
+eager_fp32 = eager_outputs["fp32"]
+eager_int8 = eager_outputs["int8"]
 torch.testing.assert_close(x86_outputs["fp32"], eager_fp32, atol=1e-4, rtol=1e-4)
 int8_sqnr = compute_error(eager_int8, x86_outputs["int8"]).item()
 assert int8_sqnr >= 10.0, f"SQNR {int8_sqnr:.1f} dB against the quantized eager model"
