@@ -22,22 +22,21 @@ other recipes of this section time, tune and profile the same runner.
 # (:doc:`/gallery/quantization/quantize_mobilenet_v2_int8_static` explains
 # each step). The runner only needs the two ``.pte`` files.
 
+from pathlib import Path
+
 import torch
 import torchvision
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
-    XNNPACKQuantizer,
-    get_symmetric_quantization_config,
-)
+    XNNPACKQuantizer, get_symmetric_quantization_config)
 from executorch.backends.xnnpack.utils.configs import get_transform_passes
 from executorch.exir import to_edge_transform_and_lower
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 
 def calibrate_batchnorm(model, batches=4, batch_size=8):
-    norms = [
-        module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)
-    ]
+    norms = [module for module in model.modules()
+             if isinstance(module, torch.nn.BatchNorm2d)]
     momenta = [norm.momentum for norm in norms]
     for norm in norms:
         norm.reset_running_stats()
@@ -59,6 +58,8 @@ example_input = torch.randn(1, 3, 224, 224)
 captured = torch.export.export(model, (example_input,)).module()
 quantizer = XNNPACKQuantizer()
 quantizer.set_global(get_symmetric_quantization_config(is_per_channel=True))
+# Its QAT-only patterns match nothing in inference mode; tracing them takes seconds.
+quantizer.SUPPORTED_PATTERNS = [p for p in quantizer.SUPPORTED_PATTERNS if not p.is_qat]
 prepared = prepare_pt2e(captured, quantizer)
 with torch.no_grad():
     for _ in range(4):  # calibration: the observers record value ranges
@@ -72,13 +73,19 @@ def write_pte(module, path):
         transform_passes=get_transform_passes(),
         partitioner=[XnnpackPartitioner()],
     )
-    with open(path, "wb") as file:
-        file.write(lowered.to_executorch().buffer)
+    path.write_bytes(lowered.to_executorch().buffer)
     return path
 
 
-fp32_pte = write_pte(model, "mobilenet_v2_cpp_fp32.pte")
-int8_pte = write_pte(quantized_model, "mobilenet_v2_cpp_int8.pte")
+folder = Path("mobilenet_v2_cpp")
+folder.mkdir(exist_ok=True)
+fp32_pte = write_pte(model, folder / "fp32.pte")
+int8_pte = write_pte(quantized_model, folder / "int8.pte")
+with torch.no_grad():  # what the other recipes of this section check their runs against
+    eager = {"input": example_input, "fp32_on_ones": model(torch.ones(1, 3, 224, 224)),
+             "fp32": model(example_input), "int8": quantized_model(example_input),
+             "int8_quantum": list(quantized_model.graph.nodes)[-1].args[0][0].args[1]}
+torch.save(eager, folder / "eager_outputs.pt")
 
 # %%
 # Build the runner
@@ -93,6 +100,13 @@ int8_pte = write_pte(quantized_model, "mobilenet_v2_cpp_int8.pte")
 # are those of a first build: ``main.cpp`` is compiled once and linked into
 # two programs, ``runner`` and ``runner_without_xnnpack``.
 
+# sphinx_gallery_start_ignore
+# Run by shared_files.ensure for another recipe, in a temporary folder: the runner's sources come from here.
+import os, shutil  # noqa: E401
+from xnnguide.recipe_checks import shared_files
+if not Path("cpp_runner").is_dir():
+    shutil.copytree(Path(os.environ[shared_files.RECIPE_DIR], "cpp_runner"), "cpp_runner", ignore=shutil.ignore_patterns("build*"))
+# sphinx_gallery_end_ignore
 # [start cpp_build]
 import importlib.util
 import shutil
@@ -136,15 +150,13 @@ print(f"configured in {configure_seconds:.1f} s, built in {build_seconds:.1f} s"
 
 # sphinx_gallery_start_ignore
 import re
-
 from xnnguide.core import facts, machine_load
 from xnnguide.recipe_checks import cpp_runner, quantization
 
 assert runner.is_file() and (build_dir / "runner_without_xnnpack").is_file()
 compiled = len(re.findall(r"Building CXX object", build_log))
 assert compiled == 1, build_log  # main.cpp, once for both programs
-# The build shares the machine with the site's other recipes: the bound leaves room for that.
-assert build_seconds < 120, f"a first build of the runner took {build_seconds:.0f} s"
+assert build_seconds < 120, f"a first build of the runner took {build_seconds:.0f} s"  # on a shared machine
 facts.record("cold_configure_seconds", configure_seconds, f"{configure_seconds:.1f} s")
 facts.record("cold_build_seconds", build_seconds, f"{build_seconds:.1f} s")
 facts.record("compiled_files", compiled)
@@ -153,11 +165,9 @@ facts.record_table("build_log", ["What the first build printed"], [[line] for li
 cpp_runner.record_build(configure, build, cmake_exe=cmake_exe, source_dir=source_dir,
                         programs={cmake_exe: "cmake", compiler: Path(compiler).name},
                         paths={str(Path(ninja.BIN_DIR) / "ninja"): "ninja", str(executorch_dir.parent): "$SITE_PACKAGES"})
-# A change to the runner's sources runs this recipe again:
 # xnnguide_depends_on = cpp_runner/main.cpp cpp_runner/CMakeLists.txt
 
-# The transcript below shows a load time, taken beside the build's other recipes: say how busy the machine was.
-run_window = machine_load.watch()
+run_window = machine_load.watch()  # the transcript shows a load time: say how busy the machine was
 # sphinx_gallery_end_ignore
 
 # %%
@@ -183,9 +193,8 @@ from torchao.quantization.utils import compute_error
 
 def run_runner(*arguments, program=runner):
     """Run a runner program; return its outputs as tensors, and what it printed."""
-    stdout = subprocess.run(
-        [str(program), *map(str, arguments)], check=True, capture_output=True, text=True
-    ).stdout
+    command = [str(program), *map(str, arguments)]
+    stdout = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     outputs, lines = [], iter(stdout.splitlines())
     for line in lines:
         if line.startswith("output "):
@@ -197,20 +206,17 @@ def run_runner(*arguments, program=runner):
 
 
 MIN_SQNR_DB = 10.0  # the int8 program against the quantized eager model it came from
-ones = torch.ones(1, 3, 224, 224)
 fp32_outputs, fp32_stdout = run_runner(fp32_pte)
-with torch.no_grad():
-    fp32_eager = model(ones)
+fp32_eager = eager["fp32_on_ones"]  # the runner's input: ones
 torch.testing.assert_close(fp32_outputs[0], fp32_eager, atol=1e-4, rtol=1e-4)
 
-input_file = "mobilenet_v2_cpp_input.bin"
+input_file = folder / "input.bin"
 example_input.numpy().tofile(input_file)
 int8_outputs, int8_stdout = run_runner(int8_pte, "--input", input_file)
 int8_program = Runtime.get().load_program(int8_pte)
 int8_python = int8_program.load_method("forward").execute([example_input])[0]
 torch.testing.assert_close(int8_outputs[0], int8_python, atol=1e-6, rtol=0)
-with torch.no_grad():
-    int8_sqnr = compute_error(quantized_model(example_input), int8_outputs[0]).item()
+int8_sqnr = compute_error(eager["int8"], int8_outputs[0]).item()
 assert int8_sqnr >= MIN_SQNR_DB, f"SQNR {int8_sqnr:.1f} dB vs the quantized eager model"
 
 print("\n".join(fp32_stdout.splitlines()[:6]), "...", sep="\n")
@@ -230,7 +236,7 @@ cpp_runner.assert_full_precision(value_lines)  # the page: values printed at ful
 assert fp32_eager.abs().max().item() > 0.1, "outputs too small for atol=1e-4 to mean anything"
 int8_header = next(line for line in int8_stdout.splitlines() if line.startswith("output 0: "))
 facts.record("fp32_command", f"./runner {fp32_pte}")
-facts.record("int8_command", f"./runner {int8_pte} --input mobilenet_v2_cpp_input.bin")
+facts.record("int8_command", f"./runner {int8_pte} --input {input_file}")
 facts.record("fp32_header", fp32_header)
 facts.record("fp32_first_value", value_lines[0])
 facts.record("fp32_eager_first_value", repr(fp32_eager[0, 0].item()))
@@ -290,4 +296,5 @@ facts.record("missing_backend_status", failed.returncode)
 facts.record("missing_backend_message", runtime_message.split("] ", 1)[1])
 facts.record("missing_backend_log_line", runtime_message)
 facts.record("missing_backend_runner_error", failed.stderr.strip().splitlines()[-1])
+shared_files.mark(folder, "build_and_run_pte_from_cpp.py")
 # sphinx_gallery_end_ignore

@@ -3,47 +3,35 @@ Profile a .pte run from C++ with ETDump
 =======================================
 
 Where does the time of a run go, and which operators run outside XNNPACK,
-on which CPU kernels? This recipe lowers MobileNet V2 to XNNPACK in fp32,
-builds the runner of :doc:`build_and_run_pte_from_cpp`, profiles runs of the
-program with ExecuTorch's ETDump event tracer and reads the profile with
-``executorch.devtools.Inspector``. Then it profiles a small model that
-leaves operators outside XNNPACK, and finds the kernel each of them ran on
-in the wheel's kernel library.
+on which CPU kernels? This recipe builds the runner of
+:doc:`build_and_run_pte_from_cpp`, profiles runs of the fp32 MobileNet V2
+that recipe lowered with ExecuTorch's ETDump event tracer and reads the
+profile with ``executorch.devtools.Inspector``. Then it profiles a small
+model that leaves operators outside XNNPACK, and finds the kernel each of
+them ran on in the wheel's kernel library.
 """
 
 # %%
 # The program
 # -----------
-# MobileNet V2 with random weights, batch-norm statistics measured on a few
-# random images, lowered to one fp32 ``.pte``.
+# The fp32 MobileNet V2 ``.pte`` that :doc:`build_and_run_pte_from_cpp`
+# lowered to XNNPACK (random weights, batch-norm statistics measured on a
+# few random images), its example input as raw bytes, and what eager
+# PyTorch computed on it. ``write_pte`` lowers a second model below.
 
+# sphinx_gallery_start_ignore
+from xnnguide.recipe_checks import shared_files
+shared_files.ensure("mobilenet_v2_cpp", "build_and_run_pte_from_cpp.py")
+# xnnguide_depends_on = build_and_run_pte_from_cpp.py
+# sphinx_gallery_end_ignore
 import torch
-import torchvision
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 from executorch.backends.xnnpack.utils.configs import get_transform_passes
 from executorch.exir import to_edge_transform_and_lower
 
-
-def calibrate_batchnorm(model, batches=4, batch_size=8):
-    norms = [
-        module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)
-    ]
-    momenta = [norm.momentum for norm in norms]
-    for norm in norms:
-        norm.reset_running_stats()
-        norm.momentum = None  # a cumulative average over the batches below
-    generator = torch.Generator().manual_seed(0)
-    model.train()
-    with torch.no_grad():
-        for _ in range(batches):
-            model(torch.randn(batch_size, 3, 224, 224, generator=generator))
-    for norm, momentum in zip(norms, momenta):
-        norm.momentum = momentum
-    return model.eval()  # export needs batch norm and dropout in inference mode
-
-
-torch.manual_seed(0)
-model = calibrate_batchnorm(torchvision.models.mobilenet_v2(weights=None))
+fp32_pte = "mobilenet_v2_cpp/fp32.pte"
+input_file = "mobilenet_v2_cpp/input.bin"
+eager_outputs = torch.load("mobilenet_v2_cpp/eager_outputs.pt")
 
 
 def write_pte(module, example_input, path):
@@ -57,10 +45,6 @@ def write_pte(module, example_input, path):
         file.write(lowered.to_executorch().buffer)
     return path
 
-
-example_input = torch.randn(1, 3, 224, 224)
-fp32_pte = write_pte(model, example_input, "mobilenet_v2_cpp_profile.pte")
-example_input.numpy().tofile("mobilenet_v2_cpp_profile_input.bin")
 
 # %%
 # The runner
@@ -135,12 +119,12 @@ from executorch.devtools import Inspector
 threads = torch.get_num_threads()
 outputs = run_runner(
     fp32_pte,
-    *("--input", "mobilenet_v2_cpp_profile_input.bin"),
+    *("--input", input_file),
     *("--iterations", 4, "--threads", threads),
     *("--etdump", "mobilenet_v2_cpp_profile.etdp"),
 )
-with torch.no_grad():
-    torch.testing.assert_close(outputs[0], model(example_input), atol=1e-4, rtol=1e-4)
+eager_output = eager_outputs["fp32"]
+torch.testing.assert_close(outputs[0], eager_output, atol=1e-4, rtol=1e-4)
 
 events = Inspector(etdump_path="mobilenet_v2_cpp_profile.etdp").to_dataframe()
 events = events[events["event_block_name"] == "Execute"]

@@ -17,79 +17,24 @@ CPU. The times are those of an emulator and say nothing about ARM speed.
 # %%
 # Two programs, lowered on this machine
 # -------------------------------------
-# MobileNet V2 with random weights whose batch-norm layers measured their
-# statistics on a few random images, lowered to XNNPACK in fp32 and after
-# PT2E static quantization to int8, as in
-# :doc:`/gallery/performance/build_and_run_pte_from_cpp`. The same
-# ``.pte`` files are what the ARM runner is given: a program does not depend
-# on the CPU that will run it.
+# The fp32 and int8 MobileNet V2 programs that
+# :doc:`/gallery/performance/build_and_run_pte_from_cpp` lowered to XNNPACK
+# (random weights, batch-norm statistics measured on a few random images,
+# PT2E static quantization for the int8 one), with its example input and
+# what eager PyTorch computed on it. The same ``.pte`` files are what the
+# ARM runner is given: a program does not depend on the CPU that will run it.
 
+# sphinx_gallery_start_ignore
+from xnnguide.recipe_checks import shared_files
+shared_files.ensure("mobilenet_v2_cpp", "build_and_run_pte_from_cpp.py")
+# xnnguide_depends_on = build_and_run_pte_from_cpp.py
+# sphinx_gallery_end_ignore
 import torch
-import torchvision
-from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
-    XNNPACKQuantizer,
-    get_symmetric_quantization_config,
-)
-from executorch.backends.xnnpack.utils.configs import get_transform_passes
-from executorch.exir import to_edge_transform_and_lower
-from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-
-def calibrate_batchnorm(model, batches=4, batch_size=8):
-    norms = [
-        module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)
-    ]
-    momenta = [norm.momentum for norm in norms]
-    for norm in norms:
-        norm.reset_running_stats()
-        norm.momentum = None  # a cumulative average over the batches below
-    generator = torch.Generator().manual_seed(0)
-    model.train()
-    with torch.no_grad():
-        for _ in range(batches):
-            model(torch.randn(batch_size, 3, 224, 224, generator=generator))
-    for norm, momentum in zip(norms, momenta):
-        norm.momentum = momentum
-    return model.eval()  # export needs batch norm and dropout in inference mode
-
-
-torch.manual_seed(0)
-model = calibrate_batchnorm(torchvision.models.mobilenet_v2(weights=None))
-example_input = torch.randn(1, 3, 224, 224)
-
-quantizer = XNNPACKQuantizer().set_global(
-    get_symmetric_quantization_config(is_per_channel=True)
-)
-# Its conv + batch-norm patterns serve quantization-aware training only: they
-# match nothing in a model in inference mode, and tracing them takes seconds.
-quantizer.SUPPORTED_PATTERNS = [
-    p for p in quantizer.SUPPORTED_PATTERNS if not p.is_qat
-]
-prepared = prepare_pt2e(
-    torch.export.export(model, (example_input,)).module(), quantizer
-)
-with torch.no_grad():
-    for _ in range(4):
-        prepared(torch.randn(1, 3, 224, 224))  # calibration
-quantized_model = convert_pt2e(prepared)
-
-
-def write_pte(module, path):
-    lowered = to_edge_transform_and_lower(
-        torch.export.export(module, (example_input,)),
-        transform_passes=get_transform_passes(),
-        partitioner=[XnnpackPartitioner()],
-    )
-    with open(path, "wb") as file:
-        file.write(lowered.to_executorch().buffer)
-    return path
-
-
-programs = {
-    "fp32": write_pte(model, "mobilenet_v2_arm_fp32.pte"),
-    "int8": write_pte(quantized_model, "mobilenet_v2_arm_int8.pte"),
-}
+programs = {"fp32": "mobilenet_v2_cpp/fp32.pte", "int8": "mobilenet_v2_cpp/int8.pte"}
+input_file = "mobilenet_v2_cpp/input.bin"
+eager_outputs = torch.load("mobilenet_v2_cpp/eager_outputs.pt")
+example_input = eager_outputs["input"]  # input.bin holds its bytes
 
 # %%
 # What x86-64 computes
@@ -108,13 +53,11 @@ x86_outputs = {
     name: runtime.load_program(path).load_method("forward").execute([example_input])[0]
     for name, path in programs.items()
 }
-with torch.no_grad():
-    eager_fp32 = model(example_input)
-    eager_int8 = quantized_model(example_input)
+eager_fp32 = eager_outputs["fp32"]
+eager_int8 = eager_outputs["int8"]
 torch.testing.assert_close(x86_outputs["fp32"], eager_fp32, atol=1e-4, rtol=1e-4)
 int8_sqnr = compute_error(eager_int8, x86_outputs["int8"]).item()
 assert int8_sqnr >= 10.0, f"SQNR {int8_sqnr:.1f} dB against the quantized eager model"
-example_input.numpy().tofile("mobilenet_v2_arm_input.bin")
 
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts
@@ -273,7 +216,7 @@ for cpu in CPU_MODELS:
         command = ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", "-cpu", cpu]
         log = build_dir / f"qemu-{cpu}-{name}.log"
         command += ["-d", "in_asm", "-strace", "-D", str(log)]
-        command += [str(runner), path, "--input", "mobilenet_v2_arm_input.bin"]
+        command += [str(runner), path, "--input", input_file]
         start = time.perf_counter()
         done = subprocess.run(
             [*command, "--threads", "1"], check=True, capture_output=True, text=True
@@ -281,9 +224,9 @@ for cpu in CPU_MODELS:
         seconds[cpu, name] = time.perf_counter() - start
         arm_outputs[cpu, name] = read_outputs(done.stdout)[0]
 
-# The int8 program's outputs are multiples of one quantum, its output scale.
-output_node = next(node for node in quantized_model.graph.nodes if node.op == "output")
-quantum = output_node.args[0][0].args[1]  # the last dequantize's scale
+# The int8 program's outputs are multiples of one quantum, its output scale,
+# saved with the programs.
+quantum = eager_outputs["int8_quantum"]
 for cpu in CPU_MODELS:
     fp32_error = (arm_outputs[cpu, "fp32"] - x86_outputs["fp32"]).abs().max().item()
     int8_difference = (arm_outputs[cpu, "int8"] - x86_outputs["int8"]).abs()
@@ -340,7 +283,7 @@ facts.record("sme_int8_sqnr", sme_sqnr, f"{sme_sqnr:.1f} dB")
 # Run again, the SME int8 output is the same: the difference is deterministic.
 again = subprocess.run(
     ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", "-cpu", "max", str(runner),
-     programs["int8"], "--input", "mobilenet_v2_arm_input.bin", "--threads", "1"],
+     programs["int8"], "--input", input_file, "--threads", "1"],
     check=True, capture_output=True, text=True,
 )
 assert torch.equal(read_outputs(again.stdout)[0], arm_outputs["max", "int8"])

@@ -4,53 +4,29 @@ Choose the number of threads XNNPACK runs on
 
 ExecuTorch runs XNNPACK on one thread pool per process. This recipe finds
 how many threads that pool has when nobody sets it, in the C++ runner and in
-the Python runtime, then times an fp32 MobileNet V2 with the C++ runner of
-:doc:`build_and_run_pte_from_cpp` on 1 to 4 threads of this machine. The
+the Python runtime, then times, with the C++ runner of
+:doc:`build_and_run_pte_from_cpp`, the fp32 MobileNet V2 that recipe
+lowered, on 1 to 4 threads of this machine. The
 how-to page :doc:`/guides/run_on_device` says what to choose on a phone.
 """
 
 # %%
 # The program
 # -----------
-# MobileNet V2 with random weights whose batch-norm layers measured their
-# statistics on a few random images, lowered to XNNPACK in fp32.
+# The fp32 MobileNet V2 ``.pte`` that :doc:`build_and_run_pte_from_cpp`
+# lowered to XNNPACK (random weights, batch-norm statistics measured on a
+# few random images), and what eager PyTorch computed on an image of ones.
 
+# sphinx_gallery_start_ignore
+from xnnguide.recipe_checks import shared_files
+shared_files.ensure("mobilenet_v2_cpp", "build_and_run_pte_from_cpp.py")
+# xnnguide_depends_on = build_and_run_pte_from_cpp.py
+# sphinx_gallery_end_ignore
 import torch
-import torchvision
-from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-from executorch.backends.xnnpack.utils.configs import get_transform_passes
-from executorch.exir import to_edge_transform_and_lower
 
-
-def calibrate_batchnorm(model, batches=4, batch_size=8):
-    norms = [
-        module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)
-    ]
-    momenta = [norm.momentum for norm in norms]
-    for norm in norms:
-        norm.reset_running_stats()
-        norm.momentum = None  # a cumulative average over the batches below
-    generator = torch.Generator().manual_seed(0)
-    model.train()
-    with torch.no_grad():
-        for _ in range(batches):
-            model(torch.randn(batch_size, 3, 224, 224, generator=generator))
-    for norm, momentum in zip(norms, momenta):
-        norm.momentum = momentum
-    return model.eval()  # export needs batch norm and dropout in inference mode
-
-
-torch.manual_seed(0)
-model = calibrate_batchnorm(torchvision.models.mobilenet_v2(weights=None))
+pte = "mobilenet_v2_cpp/fp32.pte"
+eager_outputs = torch.load("mobilenet_v2_cpp/eager_outputs.pt")
 ones = torch.ones(1, 3, 224, 224)  # the runner's input when it is given no input file
-lowered = to_edge_transform_and_lower(
-    torch.export.export(model, (ones,)),
-    transform_passes=get_transform_passes(),
-    partitioner=[XnnpackPartitioner()],
-)
-pte = "mobilenet_v2_threads.pte"
-with open(pte, "wb") as file:
-    file.write(lowered.to_executorch().buffer)
 
 # %%
 # The runner, and a check that it computes the model
@@ -101,8 +77,7 @@ start = printed.index("output 0: Float [1, 1000]") + 1
 cpp_output = torch.tensor([float(value) for value in printed[start : start + 1000]])
 method = Runtime.get().load_program(pte).load_method("forward")
 python_output = method.execute([ones])[0]
-with torch.no_grad():
-    eager_output = model(ones)
+eager_output = eager_outputs["fp32_on_ones"]
 cpp_output = cpp_output.reshape(1, 1000)
 torch.testing.assert_close(cpp_output, eager_output, atol=1e-4, rtol=1e-4)
 torch.testing.assert_close(python_output, eager_output, atol=1e-4, rtol=1e-4)

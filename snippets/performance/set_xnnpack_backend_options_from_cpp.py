@@ -4,57 +4,29 @@ Set XNNPACK's runtime backend options from C++
 
 The XNNPACK backend takes two options at run time that matter when one
 process loads several programs: a weight cache and workspace sharing. This
-recipe lowers MobileNet V2 to XNNPACK in fp32, builds the runner of
-:doc:`build_and_run_pte_from_cpp`, loads the program twice in one process
-under each setting, and measures what the options change: load time and
-resident memory.
+recipe builds the runner of :doc:`build_and_run_pte_from_cpp`, loads the
+fp32 MobileNet V2 that recipe lowered twice in one process under each
+setting, and measures what the options change: load time and resident
+memory.
 """
 
 # %%
 # The program
 # -----------
-# MobileNet V2 with random weights, batch-norm statistics measured on a few
-# random images, lowered to one fp32 ``.pte``: a model whose weights are
-# large enough for a second packed copy of them to show in the process's
-# resident memory.
+# The fp32 MobileNet V2 ``.pte`` that :doc:`build_and_run_pte_from_cpp`
+# lowered to XNNPACK (random weights, batch-norm statistics measured on a
+# few random images): a model whose weights are large enough for a second
+# packed copy of them to show in the process's resident memory.
 
+# sphinx_gallery_start_ignore
+from xnnguide.recipe_checks import shared_files
+shared_files.ensure("mobilenet_v2_cpp", "build_and_run_pte_from_cpp.py")
+# xnnguide_depends_on = build_and_run_pte_from_cpp.py
+# sphinx_gallery_end_ignore
 import torch
-import torchvision
-from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-from executorch.backends.xnnpack.utils.configs import get_transform_passes
-from executorch.exir import to_edge_transform_and_lower
 
-
-def calibrate_batchnorm(model, batches=4, batch_size=8):
-    norms = [
-        module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)
-    ]
-    momenta = [norm.momentum for norm in norms]
-    for norm in norms:
-        norm.reset_running_stats()
-        norm.momentum = None  # a cumulative average over the batches below
-    generator = torch.Generator().manual_seed(0)
-    model.train()
-    with torch.no_grad():
-        for _ in range(batches):
-            model(torch.randn(batch_size, 3, 224, 224, generator=generator))
-    for norm, momentum in zip(norms, momenta):
-        norm.momentum = momentum
-    return model.eval()  # export needs batch norm and dropout in inference mode
-
-
-torch.manual_seed(0)
-model = calibrate_batchnorm(torchvision.models.mobilenet_v2(weights=None))
-
-ones = torch.ones(1, 3, 224, 224)  # the runner's input when it is given no input file
-lowered = to_edge_transform_and_lower(
-    torch.export.export(model, (ones,)),
-    transform_passes=get_transform_passes(),
-    partitioner=[XnnpackPartitioner()],
-)
-fp32_pte = "mobilenet_v2_cpp_options.pte"
-with open(fp32_pte, "wb") as file:
-    file.write(lowered.to_executorch().buffer)
+fp32_pte = "mobilenet_v2_cpp/fp32.pte"
+eager_outputs = torch.load("mobilenet_v2_cpp/eager_outputs.pt")
 
 # %%
 # The runner
@@ -133,8 +105,7 @@ settings = {
     "workspace sharing 1": ["--workspace-sharing", "1"],
 }
 threads = torch.get_num_threads()
-with torch.no_grad():
-    eager_output = model(ones)
+eager_output = eager_outputs["fp32_on_ones"]  # the runner's input: ones
 
 
 def number(line):

@@ -3,56 +3,29 @@ Time a .pte from C++ and from Python
 ====================================
 
 How long does one MobileNet V2 image take when a C++ program runs the
-``.pte``, and what does Python add? This recipe lowers the model to XNNPACK
-in fp32, builds the runner of :doc:`build_and_run_pte_from_cpp` and times the
-program with it, then times the same ``.pte`` on the Python runtime, with
+``.pte``, and what does Python add? This recipe builds the runner of
+:doc:`build_and_run_pte_from_cpp` and times the fp32 program that recipe
+lowered with it, then times the same ``.pte`` on the Python runtime, with
 the same threads and number of timed calls, one after the other.
 """
 
 # %%
 # The program
 # -----------
-# MobileNet V2 with random weights; its batch-norm layers measure their
-# statistics on a few random images first, so that the network computes
-# outputs of a realistic size. One fp32 ``.pte``, lowered to XNNPACK.
+# The fp32 MobileNet V2 ``.pte`` that :doc:`build_and_run_pte_from_cpp`
+# lowered to XNNPACK (random weights, batch-norm statistics measured on a
+# few random images), and what eager PyTorch computed on an image of ones.
 
+# sphinx_gallery_start_ignore
+from xnnguide.recipe_checks import shared_files
+shared_files.ensure("mobilenet_v2_cpp", "build_and_run_pte_from_cpp.py")
+# xnnguide_depends_on = build_and_run_pte_from_cpp.py
+# sphinx_gallery_end_ignore
 import torch
-import torchvision
-from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-from executorch.backends.xnnpack.utils.configs import get_transform_passes
-from executorch.exir import to_edge_transform_and_lower
 
-
-def calibrate_batchnorm(model, batches=4, batch_size=8):
-    norms = [
-        module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)
-    ]
-    momenta = [norm.momentum for norm in norms]
-    for norm in norms:
-        norm.reset_running_stats()
-        norm.momentum = None  # a cumulative average over the batches below
-    generator = torch.Generator().manual_seed(0)
-    model.train()
-    with torch.no_grad():
-        for _ in range(batches):
-            model(torch.randn(batch_size, 3, 224, 224, generator=generator))
-    for norm, momentum in zip(norms, momenta):
-        norm.momentum = momentum
-    return model.eval()  # export needs batch norm and dropout in inference mode
-
-
-torch.manual_seed(0)
-model = calibrate_batchnorm(torchvision.models.mobilenet_v2(weights=None))
-
+fp32_pte = "mobilenet_v2_cpp/fp32.pte"
+eager_outputs = torch.load("mobilenet_v2_cpp/eager_outputs.pt")
 ones = torch.ones(1, 3, 224, 224)  # the runner's input when it is given no input file
-lowered = to_edge_transform_and_lower(
-    torch.export.export(model, (ones,)),
-    transform_passes=get_transform_passes(),
-    partitioner=[XnnpackPartitioner()],
-)
-fp32_pte = "mobilenet_v2_cpp_latency.pte"
-with open(fp32_pte, "wb") as file:
-    file.write(lowered.to_executorch().buffer)
 
 # %%
 # The runner
@@ -114,8 +87,8 @@ start = printed.index("output 0: Float [1, 1000]") + 1
 cpp_output = torch.tensor(
     [float(value) for value in printed[start : start + 1000]]
 ).reshape(1, 1000)
-with torch.no_grad():
-    torch.testing.assert_close(cpp_output, model(ones), atol=1e-4, rtol=1e-4)
+eager_output = eager_outputs["fp32_on_ones"]
+torch.testing.assert_close(cpp_output, eager_output, atol=1e-4, rtol=1e-4)
 
 # %%
 # Time it from C++ and from Python
