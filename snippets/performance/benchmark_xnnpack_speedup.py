@@ -127,11 +127,9 @@ for name, model in models.items():
 
 from executorch.runtime import Runtime
 
-runtime = Runtime.get()
-
 
 def load_forward(path):
-    return runtime.load_program(path).load_method("forward")
+    return Runtime.get().load_program(path).load_method("forward")
 
 
 outputs = {}  # (model name, program name) -> the program's output

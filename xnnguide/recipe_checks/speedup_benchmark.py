@@ -3,8 +3,9 @@
 ``snippets/performance/benchmark_xnnpack_speedup.py`` teaches how to time programs and read speed-ups; its
 page's figures are the tables this module records and the speed-ups it records for other pages to quote. The
 chart only pictures the latency table, so its drawing code lives here and the recipe calls it from a hidden line.
-Every function takes the recipe's own ``medians`` and ``speedups`` (keyed by model, program and threads) so
-that every figure has one source.
+The chart and the latency records take the recipe's own ``medians`` and ``speedups`` (keyed by model, program
+and threads), so that every figure has one source; the asserts are those of the page's claims that the reader's
+code does not make itself (outputs large enough for the tolerances, every configuration timed in full).
 """
 
 from __future__ import annotations
