@@ -100,13 +100,6 @@ torch.save(eager, folder / "eager_outputs.pt")
 # are those of a first build: ``main.cpp`` is compiled once and linked into
 # two programs, ``runner`` and ``runner_without_xnnpack``.
 
-# sphinx_gallery_start_ignore
-# Run by shared_files.ensure for another recipe, in a temporary folder: the runner's sources come from here.
-import os, shutil  # noqa: E401
-from xnnguide.recipe_checks import shared_files
-if not Path("cpp_runner").is_dir():
-    shutil.copytree(Path(os.environ[shared_files.RECIPE_DIR], "cpp_runner"), "cpp_runner", ignore=shutil.ignore_patterns("build*"))
-# sphinx_gallery_end_ignore
 # [start cpp_build]
 import importlib.util
 import shutil
@@ -296,5 +289,7 @@ facts.record("missing_backend_status", failed.returncode)
 facts.record("missing_backend_message", runtime_message.split("] ", 1)[1])
 facts.record("missing_backend_log_line", runtime_message)
 facts.record("missing_backend_runner_error", failed.stderr.strip().splitlines()[-1])
+from xnnguide.recipe_checks import shared_files
+
 shared_files.mark(folder, "build_and_run_pte_from_cpp.py")
 # sphinx_gallery_end_ignore

@@ -73,3 +73,13 @@ def test_a_recipe_that_marks_its_own_folder_is_current_afterwards(recipes):
     assert not shared_files.is_current("shared", "first.py")
     shared_files.mark("shared", "first.py")
     assert shared_files.is_current("shared", "first.py")
+
+
+def test_a_writer_run_elsewhere_finds_the_data_files_it_declares(recipes):
+    # ensure() runs a writer in a temporary folder: the files it declares it reads beside it come along.
+    (recipes / "sources").mkdir()
+    (recipes / "sources" / "main.cpp").write_text("int main() {}\n", encoding="utf-8")
+    write_recipe(recipes, "builder", extra="# xnnguide_depends_on = sources/main.cpp\n"
+                                            "(folder / 'seen.cpp').write_text(pathlib.Path('sources/main.cpp').read_text())")
+    shared_files.ensure("shared", "builder.py")
+    assert (recipes / "shared" / "seen.cpp").read_text(encoding="utf-8") == "int main() {}\n"

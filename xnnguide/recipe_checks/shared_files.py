@@ -28,6 +28,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from xnnguide.core.recipes import declared_files
+
 KEY_PREFIX = ".made_by."
 # The folder of the recipes, for a recipe that :func:`ensure` runs in a temporary folder: its own calls name
 # their sibling recipes relative to it.
@@ -104,6 +106,13 @@ def _ensure_one(folder: Path, recipe: Path) -> float:
             made = Path(work) / folder.name
             if folder.is_dir():  # what other recipes made there already, so that the run does not make it again
                 shutil.copytree(folder, made)
+            # What the writing recipe reads beside it (``# xnnguide_depends_on``: the C++ runner's sources, say),
+            # where it finds them; its sibling recipes it reaches through RECIPE_DIR.
+            for needed in declared_files(recipe):
+                if needed.suffix != ".py":
+                    copy = Path(work) / needed.relative_to(recipe.parent)
+                    copy.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(needed, copy)
             done = subprocess.run([sys.executable, str(recipe)], cwd=work, env=env, capture_output=True, text=True)
             if done.returncode != 0:
                 lines = done.stderr.strip().splitlines() or ["(no output)"]
