@@ -41,8 +41,6 @@ def test_one_line_over_either_limit_is_reported(tmp_path):
 NOT_SPLIT_YET = {
     "snippets/performance/benchmark_xnnpack_speedup.py",
     "snippets/performance/run_pte_on_arm_under_qemu.py",
-    "snippets/quantization/quantize_crepe_pitch_tracker.py",
-    "snippets/quantization/remove_int8_conversions_from_crepe_tiny.py",
 }
 
 
