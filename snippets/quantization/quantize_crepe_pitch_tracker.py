@@ -194,8 +194,8 @@ quantized_models, quantize_nodes = {}, {}
 for capacity, model in models.items():
     fp32, int8 = f"{capacity}_fp32", f"{capacity}_int8"
     quantize_nodes[fp32] = lower_to_pte(model, f"crepe/crepe_{fp32}.pte")
-    quantized_models[capacity] = quantize_int8(model)
-    quantize_nodes[int8] = lower_to_pte(quantized_models[capacity], f"crepe/crepe_{int8}.pte")
+    quantized = quantized_models[capacity] = quantize_int8(model)
+    quantize_nodes[int8] = lower_to_pte(quantized, f"crepe/crepe_{int8}.pte")
 print(quantize_nodes)  # the int8 delegates hold the quantization
 with open("crepe/quantize_nodes.json", "w") as file:
     json.dump(quantize_nodes, file)
