@@ -294,5 +294,5 @@ speedup_benchmark.draw_chart(medians, speedups, thread_counts, cpu, cores)
 # .. fact-table:: benchmark_xnnpack_speedup/latency
 #    :caption: One 224x224 image
 #
-# :doc:`/gallery/quantization/quantize_crepe_pitch_tracker` times a published
+# :doc:`/gallery/quantization/profile_crepe_int8_latency_with_etdump` times a published
 # model with pretrained weights, in fp32 and int8.
