@@ -157,8 +157,9 @@ speedup_benchmark.record_int8_agreement(models, quantized_models, outputs, examp
 # Threads
 # -------
 # Eager PyTorch and XNNPACK each split an operator's work over a thread pool
-# sized to the cores (this site's build sets ``OMP_NUM_THREADS``, which PyTorch
-# follows, and ExecuTorch's pool to a recipe's share; the line below shows it).
+# sized to the cores. The run shown here had a share of the cores (PyTorch
+# through ``OMP_NUM_THREADS``, ExecuTorch's pool set to match): the line below
+# shows both pools' sizes.
 # ``torch.set_num_threads`` sizes PyTorch's; the experimental
 # ``_unsafe_reset_threadpool`` replaces XNNPACK's, unsafe for a loaded program
 # still on the old pool: each program below is loaded after the reset and

@@ -17,7 +17,8 @@ them ran on in the wheel's kernel library.
 # The fp32 MobileNet V2 ``.pte`` that :doc:`build_and_run_pte_from_cpp`
 # lowered to XNNPACK (random weights, batch-norm statistics measured on a
 # few random images), its example input as raw bytes, and what eager
-# PyTorch computed on it. ``write_pte`` lowers a second model below.
+# PyTorch computed on it, in ``mobilenet_v2_cpp/``: run that recipe first,
+# in the same folder. ``write_pte`` lowers a second model below.
 
 # sphinx_gallery_start_ignore
 from xnnguide.recipe_checks import shared_files

@@ -23,6 +23,8 @@ CPU. The times are those of an emulator and say nothing about ARM speed.
 # PT2E static quantization for the int8 one), with its example input and
 # what eager PyTorch computed on it. The same ``.pte`` files are what the
 # ARM runner is given: a program does not depend on the CPU that will run it.
+# That recipe writes them into ``mobilenet_v2_cpp/``: run it first, in the
+# same folder.
 
 # sphinx_gallery_start_ignore
 from xnnguide.recipe_checks import shared_files
@@ -82,8 +84,8 @@ facts.record("x86_int8_sqnr", int8_sqnr, f"{int8_sqnr:.1f} dB")
 #
 # Its ``executorch`` folder holds the same headers and CMake package as the
 # installed wheel, and aarch64 builds of the same libraries. The variable
-# ``EXECUTORCH_AARCH64`` names that folder; the site's ``make aarch64`` set-up
-# step installs all three.
+# ``EXECUTORCH_AARCH64`` names that folder (the code below falls back to
+# ``executorch-aarch64/executorch``, where the two commands above put it).
 
 # [start arm_tools]
 import os
@@ -110,7 +112,8 @@ if missing:
 # %%
 # Cross-compile the runner
 # ------------------------
-# The runner's ``CMakeLists.txt`` and ``main.cpp`` are the page's, unchanged.
+# The runner's ``CMakeLists.txt`` and ``main.cpp`` are those of
+# :doc:`build_and_run_pte_from_cpp`, unchanged.
 # What makes the build an aarch64 one is a toolchain file,
 # ``cpp_runner/aarch64-linux-gnu.cmake``: the target system, the
 # cross-compiler, and where ``find_package`` may look. ``CMAKE_PREFIX_PATH``

@@ -15,7 +15,8 @@ how-to page :doc:`/guides/run_on_device` says what to choose on a phone.
 # -----------
 # The fp32 MobileNet V2 ``.pte`` that :doc:`build_and_run_pte_from_cpp`
 # lowered to XNNPACK (random weights, batch-norm statistics measured on a
-# few random images), and what eager PyTorch computed on an image of ones.
+# few random images), and what eager PyTorch computed on an image of ones,
+# in ``mobilenet_v2_cpp/``: run that recipe first, in the same folder.
 
 # sphinx_gallery_start_ignore
 from xnnguide.recipe_checks import shared_files

@@ -16,7 +16,8 @@ memory.
 # The fp32 MobileNet V2 ``.pte`` that :doc:`build_and_run_pte_from_cpp`
 # lowered to XNNPACK (random weights, batch-norm statistics measured on a
 # few random images): a model whose weights are large enough for a second
-# packed copy of them to show in the process's resident memory.
+# packed copy of them to show in the process's resident memory. That
+# recipe writes it into ``mobilenet_v2_cpp/``: run it first, in the same folder.
 
 # sphinx_gallery_start_ignore
 from xnnguide.recipe_checks import shared_files

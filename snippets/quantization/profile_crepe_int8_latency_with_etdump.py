@@ -12,7 +12,8 @@ where a call's time goes, convolution by convolution.
 # %%
 # The programs and one frame
 # --------------------------
-# The programs are the files of the folder ``crepe/``. Latency does not
+# The programs are the files :doc:`quantize_crepe_pitch_tracker` writes to
+# ``crepe/``: run it first, in the same folder. Latency does not
 # depend on what the frame holds, so a normalised frame of noise will do:
 # 1,024 samples, as ``torchcrepe`` feeds its network.
 

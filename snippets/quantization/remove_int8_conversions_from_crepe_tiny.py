@@ -19,7 +19,8 @@ function is lowered and checked against the fp32 model;
 # one-frame sine tones from 55 Hz to 880 Hz in white noise (1,024 samples at
 # 16 kHz, normalised as ``torchcrepe`` does). The fp32 and int8 programs,
 # their calibration frames and the quantize nodes in their XNNPACK delegates
-# are what :doc:`quantize_crepe_pitch_tracker` wrote to ``crepe/``;
+# are what :doc:`quantize_crepe_pitch_tracker` wrote to ``crepe/`` (run it
+# first, in the same folder);
 # ``quantize_int8`` and ``lower_to_pte`` are its flow, ``lower_to_pte`` also
 # counting the quantize nodes left inside the delegate.
 

@@ -12,7 +12,10 @@ runs and what they cost, then times each program on one frame per call.
 # %%
 # The programs and the trace
 # --------------------------
-# The four programs are files of the folder ``crepe/``. The trace lists every
+# The four programs are files of the folder ``crepe/``, which
+# :doc:`quantize_crepe_pitch_tracker` and
+# :doc:`remove_int8_conversions_from_crepe_tiny` write: run them first, in
+# that order, in the same folder. The trace lists every
 # XNNPACK operator a call ran, with its median time over 20 traced calls;
 # XNNPACK names its operators ``Kind (layout) #n``, and a ``Convert`` turns
 # fp32 into int8 or back. Latency does not depend on what the frame holds,
