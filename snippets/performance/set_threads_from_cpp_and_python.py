@@ -184,4 +184,7 @@ timings.record_timing_table(
 # it from its ``--threads`` option before it loads anything
 # (``main.cpp`` of :doc:`build_and_run_pte_from_cpp` declares the two thread
 # pool functions it calls, whose header the wheel does not ship). In Python,
-# ``executorch.runtime`` has no public function for it in this release.
+# ``executorch.runtime`` has no public function for it in this release; the
+# experimental ``_unsafe_reset_threadpool(n)`` of
+# ``executorch.extension.pybindings.portable_lib`` replaces the pool, before
+# any program is loaded, as :doc:`benchmark_xnnpack_speedup` does.
