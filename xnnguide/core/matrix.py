@@ -69,9 +69,14 @@ class Combination:
         return self.requirements != "requirements.txt"
 
 
+def combinations_file(top: Path) -> Path:
+    """Where the checkout *top* declares its release combinations: ``releases/combinations.toml``."""
+    return top / RELEASES / COMBINATIONS
+
+
 def combinations(top: Path) -> dict[str, Combination]:
     """The combinations declared in ``releases/combinations.toml`` of the checkout *top*, in their order."""
-    path = top / RELEASES / COMBINATIONS
+    path = combinations_file(top)
     try:
         table = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as error:

@@ -35,7 +35,7 @@ def _note(env: Any, recipe: str) -> None:
 def works_on(env: Any, recipe: str) -> str | None:
     """The "works on" sentence of *recipe* (:func:`xnnguide.core.matrix.works_on`); ``None`` for a build step, and
     in a checkout that declares no release combinations (a small site of the tests), which has no matrix."""
-    if not (_top(env) / matrix.RELEASES / matrix.COMBINATIONS).is_file():
+    if not matrix.combinations_file(_top(env)).is_file():
         return None
     _note(env, recipe)
     return matrix.works_on(_top(env), recipe, _all_records(env))
