@@ -218,8 +218,8 @@ def code_block_problems(page) -> list[str]:
     return problems
 
 
-def page_problems(tab, page_path: str) -> list[str]:
-    """What is wrong with *page_path* as a reader's browser shows it; an empty list when nothing is."""
+def check_page(tab, page_path: str) -> None:
+    """Fails with everything that is wrong with *page_path* as a reader's browser shows it, all at once."""
     # Each page is loaded once, in the light scheme, and checked: only local requests, no failed request or
     # console error, rendered images, a title and a heading; code blocks highlighted with copy buttons (output
     # blocks without); axe-core's WCAG 2 A and AA rules. Then the reader's system turns dark while the page is
@@ -239,7 +239,7 @@ def page_problems(tab, page_path: str) -> list[str]:
     switch_scheme(tab, "dark")
     problems += [f"dark: {line}" for line in traffic_problems(tab)]
     problems += [f"axe, dark: {line}" for line in violations(tab.page, COLOUR_RULES)]
-    return problems
+    assert not problems, f"{page_path}: {len(problems)} problem(s):\n" + "\n".join(problems)
 
 
 # pytest-xdist (``--dist loadscope``) hands each class to one worker and the module's functions to one: the
@@ -247,15 +247,13 @@ def page_problems(tab, page_path: str) -> list[str]:
 class TestEveryGalleryPage:
     @pytest.mark.parametrize("page_path", [path for path in ALL_PAGES if path.startswith("gallery/")])
     def test_loads_cleanly_shows_its_code_and_passes_axe_in_light_and_dark(self, tab, page_path):
-        problems = page_problems(tab, page_path)  # all of a page's problems, reported together
-        assert not problems, f"{page_path}: {len(problems)} problem(s):\n" + "\n".join(problems)
+        check_page(tab, page_path)
 
 
 class TestEveryOtherPage:
     @pytest.mark.parametrize("page_path", [path for path in ALL_PAGES if not path.startswith("gallery/")])
     def test_loads_cleanly_shows_its_code_and_passes_axe_in_light_and_dark(self, tab, page_path):
-        problems = page_problems(tab, page_path)
-        assert not problems, f"{page_path}: {len(problems)} problem(s):\n" + "\n".join(problems)
+        check_page(tab, page_path)
 
 
 def requests_after_our_wait_and_after_networkidle(tab, page_path: str) -> tuple[list[str], list[str]]:
