@@ -3,7 +3,8 @@
 Giving an untrained image model real batch-norm statistics is ``calibrate_batchnorm``, the function of
 ``xnnguide.tools.model_zoo``. A recipe that needs it defines the same function, and
 nothing else in a recipe resets batch-norm statistics. "The same" is read from the syntax tree: comments,
-docstrings and type annotations may differ, the code may not.
+docstrings and type annotations may differ, the code may not. A function that only recipes write out
+(``BETWEEN_RECIPES``) is likewise one code across them.
 """
 
 from __future__ import annotations
@@ -60,3 +61,20 @@ def test_a_recipe_calibrates_batch_norm_with_the_model_zoos_function(recipe):
     outside = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Attribute)
                and node.attr == "reset_running_stats" and id(node) not in inside]
     assert not outside, f"{shown}: lines {outside} reset batch-norm statistics outside {NAME}"
+
+
+#: Functions that several recipes write out in full, with no copy in the site's package to follow: wherever a
+#: recipe defines one, it is one code (a timing recipe's trace reads what its profiling sibling's does).
+BETWEEN_RECIPES = ["xnnpack_operators"]
+
+
+@pytest.mark.parametrize("name", BETWEEN_RECIPES)
+def test_a_function_several_recipes_write_out_is_one_code(name):
+    defined = {path.relative_to(ROOT): function for path in sorted(SNIPPETS.rglob("*.py"))
+               for function in _functions(_tree(path), name)}
+    assert len(defined) > 1, f"only {sorted(map(str, defined))} defines {name}: take it off BETWEEN_RECIPES"
+    codes = {}
+    for path, function in defined.items():
+        codes.setdefault(_code(function), []).append(f"{path}:{function.lineno}")
+    assert len(codes) == 1, f"{name} differs between its copies (comments and docstrings may differ): " \
+                            + " / ".join(", ".join(places) for places in codes.values())
