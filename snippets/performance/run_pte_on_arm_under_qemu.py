@@ -10,8 +10,9 @@ the CPU reports. This recipe cross-compiles the C++ runner of
 runtime of the aarch64 build of the same ``executorch`` wheel, runs an fp32
 and an int8 MobileNet V2 with it under QEMU's user-mode emulator on four CPU
 models, and compares every output with the x86-64 runtime's on the same
-input. QEMU's instruction log shows which kernel family XNNPACK took on each
-CPU. The times are those of an emulator and say nothing about ARM speed.
+input. The instruction logs of these runs say which kernels XNNPACK took on
+each CPU model: :doc:`find_which_xnnpack_kernels_ran_on_arm` reads them. The
+times are those of an emulator and say nothing about ARM speed.
 """
 
 # %%
@@ -160,16 +161,9 @@ print(f"cross-compiled {runner} in {build_seconds:.1f} s")
 # [end arm_build]
 
 # sphinx_gallery_start_ignore
-from xnnguide.recipe_checks import elf
+from xnnguide.recipe_checks import arm_runs
 
-# A toolchain file that stopped working would leave an x86-64 runner, or none.
-assert elf.machine(runner) == "aarch64", f"{runner} is built for {elf.machine(runner)}"
-facts.record("runner_machine", elf.machine(runner))
-facts.record("cross_build_seconds", build_seconds, f"{build_seconds:.1f} s")
-compiler_version = subprocess.run(
-    ["aarch64-linux-gnu-g++", "-dumpfullversion"], capture_output=True, text=True
-).stdout.strip()
-facts.record("cross_compiler", f"aarch64-linux-gnu-g++ {compiler_version}")
+arm_runs.record_cross_build(runner, build_seconds)
 # A change to the runner's sources or the toolchain file runs this recipe again:
 # xnnguide_depends_on = cpp_runner/main.cpp cpp_runner/CMakeLists.txt cpp_runner/aarch64-linux-gnu.cmake
 # sphinx_gallery_end_ignore
@@ -187,9 +181,9 @@ facts.record("cross_compiler", f"aarch64-linux-gnu-g++ {compiler_version}")
 # Matrix Extension), and ``max,sme=off`` is ``max`` without SME. The CPU is
 # named on every run: QEMU's default is ``max``. One thread, so that each
 # run is one sequence of kernels. ``-d in_asm`` writes every instruction QEMU
-# translates to the log file of ``-D`` (in the build folder), and
-# ``-strace`` the system calls, among them where the dynamic loader mapped
-# each library.
+# translates to the log file of ``-D``, and ``-strace`` the system calls,
+# among them where the dynamic loader mapped each library: the logs go into
+# ``mobilenet_v2_arm/``, where the kernels recipe reads them.
 
 # sphinx_gallery_start_ignore
 from xnnguide.core import machine_hold
@@ -200,6 +194,8 @@ held = machine_hold.pause_other_recipes()
 
 # [start arm_run]
 CPU_MODELS = ["cortex-a53", "neoverse-n1", "max,sme=off", "max"]
+log_dir = Path("mobilenet_v2_arm")
+log_dir.mkdir(exist_ok=True)
 
 
 def read_outputs(stdout):
@@ -217,7 +213,7 @@ arm_outputs, seconds = {}, {}
 for cpu in CPU_MODELS:
     for name, path in programs.items():
         command = ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", "-cpu", cpu]
-        log = build_dir / f"qemu-{cpu}-{name}.log"
+        log = log_dir / f"qemu-{cpu}-{name}.log"
         command += ["-d", "in_asm", "-strace", "-D", str(log)]
         command += [str(runner), path, "--input", input_file]
         start = time.perf_counter()
@@ -242,152 +238,18 @@ for cpu in CPU_MODELS:
 # [end arm_run]
 
 # sphinx_gallery_start_ignore
+from xnnguide.core import timings
+from xnnguide.recipe_checks import shared_files
+
 held.release()
 hold = facts.record("timing_hold", held.record())
-assert set(arm_outputs) == {(cpu, name) for cpu in CPU_MODELS for name in programs}
-first_qemu = subprocess.run(["qemu-aarch64", "--version"], capture_output=True, text=True)
-qemu_version = first_qemu.stdout.split()[2]
-facts.record("qemu_version", qemu_version)
-# The int8 outputs sit on the grid of the quantum (x86 too), so "differing" counts whole quanta.
-grid = x86_outputs["int8"] / quantum
-assert (grid - grid.round()).abs().max().item() < 1e-3, "int8 outputs off their quantum grid"
-facts.record("int8_quantum", quantum, f"{quantum:.2e}")
-FP32_TOLERANCE = 1e-5
-fp32_errors, int8_differing, int8_quanta = {}, {}, {}
-for cpu in CPU_MODELS:
-    fp32_errors[cpu] = (arm_outputs[cpu, "fp32"] - x86_outputs["fp32"]).abs().max().item()
-    difference = (arm_outputs[cpu, "int8"] - x86_outputs["int8"]).abs() / quantum
-    int8_differing[cpu] = int((difference > 0.5).sum())
-    int8_quanta[cpu] = round(difference.max().item())
-    # fp32 agrees on every CPU model, SME included, to a float rounding error.
-    torch.testing.assert_close(
-        arm_outputs[cpu, "fp32"], x86_outputs["fp32"], atol=FP32_TOLERANCE, rtol=0
-    )
-facts.record("fp32_tolerance", FP32_TOLERANCE, f"{FP32_TOLERANCE:g}")
-facts.record(
-    "fp32_worst_error",
-    max(fp32_errors.values()),
-    f"{max(fp32_errors.values()):.1e}",
-)
-# Without SME the int8 program computes exactly what x86-64 computes.
-for cpu in ("cortex-a53", "neoverse-n1", "max,sme=off"):
-    assert int8_differing[cpu] == 0, (cpu, int8_differing[cpu], int8_quanta[cpu])
-# With SME, under this QEMU, it does not. The page states that finding and its limits; if a QEMU
-# release makes this pass (its SME fixes came after 7.2), this assert fails so that the page is reread.
-assert int8_differing["max"] > 0, "int8 under SME now agrees with x86: rewrite the page's SME note"
-total = int8_difference.numel()
-facts.record("int8_elements", total)
-facts.record("sme_int8_differing", int8_differing["max"], f"{int8_differing['max']} of {total}")
-facts.record("sme_int8_quanta", int8_quanta["max"], f"{int8_quanta['max']} quanta")
-sme_error = (arm_outputs["max", "int8"] - x86_outputs["int8"]).abs().max().item()
-facts.record("sme_int8_max_abs_error", sme_error, f"{sme_error:.2f}")
-sme_sqnr = compute_error(eager_int8, arm_outputs["max", "int8"]).item()
-facts.record("sme_int8_sqnr", sme_sqnr, f"{sme_sqnr:.1f} dB")
+compared = arm_runs.check_arm_outputs(arm_outputs, x86_outputs, eager_int8, quantum, CPU_MODELS)
 # Run again, the SME int8 output is the same: the difference is deterministic.
-again = subprocess.run(
-    ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", "-cpu", "max", str(runner),
-     programs["int8"], "--input", input_file, "--threads", "1"],
-    check=True, capture_output=True, text=True,
-)
+again = subprocess.run(["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", "-cpu", "max", str(runner),
+                        programs["int8"], "--input", input_file, "--threads", "1"],
+                       check=True, capture_output=True, text=True)
 assert torch.equal(read_outputs(again.stdout)[0], arm_outputs["max", "int8"])
 facts.record("sme_deterministic", "yes")
-# sphinx_gallery_end_ignore
-
-# %%
-# Which kernels ran
-# -----------------
-# A CPU model's name says which instructions XNNPACK could use, not which it
-# did. The log says: in ``-strace``'s lines the loader opens
-# ``libexecutorch_backend_xnnpack.so``, which holds XNNPACK and all its
-# kernels, and reserves the library's address range with an anonymous
-# ``mmap``; every instruction translated inside that range is XNNPACK's.
-# Each is sorted by its encoding into a family, the most specific first
-# (QEMU 7.2's disassembler prints the newer ones as ``.byte``): SME (the
-# encoding space whose bits 31 and 28 to 25 are ``1`` and ``0000``, and
-# ``smstart``/``smstop``), SVE (bits 28 to 25 ``0010``, the vector code SME's
-# streaming mode runs), i8mm (``smmla``, ``ummla``, ``usmmla``, ``usdot``,
-# ``sudot``), dot product (``sdot``, ``udot``), and NEON: any other
-# instruction on vector registers. An instruction counts each time QEMU
-# translates the code it is in (usually once), not each time it runs.
-
-# [start arm_kernels]
-import re
-from collections import Counter
-
-
-def family(word, text):
-    """The kernel family of one aarch64 instruction, from its 32-bit encoding."""
-    if word >> 31 and (word >> 25) & 0xF == 0 or word & 0xFFFFF8FF == 0xD503407F:
-        return "SME"
-    if (word >> 25) & 0xF == 0b0010:
-        return "SVE"
-    if word & 0xDFE0F400 == 0x4E80A400 or word & 0xBFE0FC00 == 0x0E809C00:
-        return "i8mm"  # smmla, ummla, usmmla; usdot (vector)
-    if word & 0xBF40F400 == 0x0F00F000:
-        return "i8mm"  # usdot, sudot (by element)
-    if word & 0xBFE0FC00 in (0x0E809400, 0x2E809400):
-        return "dot product"  # sdot, udot (vector)
-    if word & 0xBFC0F400 in (0x0F80E000, 0x2F80E000):
-        return "dot product"  # sdot, udot (by element)
-    if re.search(r"\b[vq]\d+\b|\bv\d+\.", text):
-        return "NEON"
-    return None
-
-
-def xnnpack_instructions(log_text):
-    """Count, by family, the instructions QEMU translated inside the XNNPACK library."""
-    library = r'openat\(.*libexecutorch_backend_xnnpack\.so".*\) = \d+'
-    opened = re.search(library, log_text)
-    reserved = re.compile(r"mmap\(NULL,(\d+),PROT_NONE,.*\) = (0x[0-9a-f]+)")
-    size, base = reserved.search(log_text, opened.end()).groups()
-    low, high = int(base, 16), int(base, 16) + int(size)
-    counts = Counter()
-    line = re.compile(r"^0x([0-9a-f]+):\s+([0-9a-f]{8})\s+(.*)$", re.MULTILINE)
-    for address, word, text in line.findall(log_text):
-        if low <= int(address, 16) < high:
-            counts[family(int(word, 16), text)] += 1
-    del counts[None]
-    return counts
-
-
-FAMILIES = ["SME", "SVE", "i8mm", "dot product", "NEON"]
-kernels = {}
-for cpu in CPU_MODELS:
-    for name in programs:
-        log = build_dir / f"qemu-{cpu}-{name}.log"
-        kernels[cpu, name] = xnnpack_instructions(log.read_text())
-        seen = ", ".join(f"{kind} {kernels[cpu, name][kind]}" for kind in FAMILIES)
-        print(f"{cpu:12} {name}: {seen}")
-# [end arm_kernels]
-
-# sphinx_gallery_start_ignore
-ORDER = ["SME", "i8mm", "dot product", "NEON"]
-
-
-def top_family(counts):
-    """The most specific family the run reached: what the table names."""
-    return next(kind for kind in ORDER if counts[kind] > 0)
-
-
-# What each model is on the page for, checked against what ran (int8; fp32 has no dot-product
-# or i8mm kernels, so it runs NEON without SME).
-EXPECTED = {"cortex-a53": "NEON", "neoverse-n1": "dot product", "max,sme=off": "i8mm", "max": "SME"}
-for cpu, expected in EXPECTED.items():
-    assert top_family(kernels[cpu, "int8"]) == expected, (cpu, kernels[cpu, "int8"])
-    assert top_family(kernels[cpu, "fp32"]) == ("SME" if cpu == "max" else "NEON"), (
-        cpu, kernels[cpu, "fp32"])
-# Cortex-A53 reached no instruction beyond NEON; SVE only with SME, in its streaming mode.
-assert not any(kernels["cortex-a53", name][kind] for name in programs for kind in FAMILIES[:4])
-for cpu in ("cortex-a53", "neoverse-n1", "max,sme=off"):
-    assert not any(kernels[cpu, name]["SVE"] + kernels[cpu, name]["SME"] for name in programs)
-
-
-def family_cell(counts):
-    kind = top_family(counts)
-    return f"{kind} ({counts[kind]} instructions)"
-
-
-from xnnguide.core import timings
 
 
 def emulated_seconds(cpu, name):  # seconds of QEMU on the build's x86-64 machine, not of an ARM CPU
@@ -397,32 +259,13 @@ def emulated_seconds(cpu, name):  # seconds of QEMU on the build's x86-64 machin
 
 timings.record_timing_table(
     "arm_runs",
-    ["QEMU CPU model", "Kernel family seen (int8 / fp32)", "fp32 max abs error",
-     "int8 elements differing", "Emulated run, whole process (fp32 / int8; batch 1, 1 thread)"],
-    [
-        [
-            f"-cpu {cpu}",
-            f"{family_cell(kernels[cpu, 'int8'])} / {family_cell(kernels[cpu, 'fp32'])}",
-            f"{fp32_errors[cpu]:.1e}",
-            f"{int8_differing[cpu]} of {total}"
-            + (f", up to {int8_quanta[cpu]} quanta" if int8_differing[cpu] else ""),
-            f"{emulated_seconds(cpu, 'fp32')} / {emulated_seconds(cpu, 'int8')}",
-        ]
-        for cpu in CPU_MODELS
-    ],
+    ["QEMU CPU model", "fp32 max abs error", "int8 elements differing",
+     "Emulated run, whole process (fp32 / int8; batch 1, 1 thread)"],
+    [[f"-cpu {cpu}", *compared[cpu], f"{emulated_seconds(cpu, 'fp32')} / {emulated_seconds(cpu, 'int8')}"]
+     for cpu in CPU_MODELS],
     timed=[{"kind": "latency", "subject": f"the C++ runner under qemu-aarch64 -cpu {cpu}, {name} .pte, "
             "whole emulated process", "threads": 1, "batch": 1} for cpu in CPU_MODELS for name in programs],
     load=hold["load"],
 )
-facts.record_table(
-    "arm_instructions",
-    ["QEMU CPU model", "Program", *FAMILIES],
-    [[f"-cpu {cpu}", name, *(str(kernels[cpu, name][kind]) for kind in FAMILIES)]
-     for cpu in CPU_MODELS for name in programs],
-)
-for cpu in CPU_MODELS:
-    key = cpu.replace("-", "_").replace(",", "_").replace("=", "_")
-    facts.record(f"{key}_int8_family", top_family(kernels[cpu, "int8"]))
-facts.record("sme_fp32_instructions", kernels["max", "fp32"]["SME"])
-facts.record("sme_int8_instructions", kernels["max", "int8"]["SME"])
+shared_files.mark(log_dir, "run_pte_on_arm_under_qemu.py")
 # sphinx_gallery_end_ignore

@@ -1,7 +1,8 @@
 """The C++ runner on ARM: cross-built from the page's files with the toolchain file, outside the repository.
 
 ``snippets/performance/run_pte_on_arm_under_qemu.py`` builds the runner for aarch64 at site build time and
-runs the site's MobileNet V2 programs under QEMU. These tests copy the page's three files (``CMakeLists.txt``,
+runs the site's MobileNet V2 programs under QEMU; ``find_which_xnnpack_kernels_ran_on_arm.py`` reads which
+kernels those runs took. These tests copy the page's three files (``CMakeLists.txt``,
 ``main.cpp`` and ``aarch64-linux-gnu.cmake``) into an empty folder, cross-build them against the unpacked
 aarch64 wheel, check by its ELF header that the ``runner`` is an aarch64 program, and run a model no recipe
 lowers under QEMU against the x86-64 runtime. They need ``make aarch64`` (a set-up step of ``make test``);
@@ -26,6 +27,7 @@ from xnnguide.recipe_checks import elf
 RUNNER_SOURCES = SNIPPETS / "performance" / "cpp_runner"
 TOOLCHAIN = "aarch64-linux-gnu.cmake"
 RECIPE = "run_pte_on_arm_under_qemu"
+KERNELS_RECIPE = "find_which_xnnpack_kernels_ran_on_arm"
 SYSROOT = "/usr/aarch64-linux-gnu"
 
 
@@ -149,12 +151,13 @@ def test_a_model_no_recipe_lowers_runs_on_arm_as_on_x86(arm_runner, held_out_mod
 
 @pytest.mark.build
 def test_the_page_shows_this_builds_arm_runs(built_site):
-    record = facts.load(records_dir(ROOT / "docs" / "gallery") / "facts" / f"{RECIPE}.json")
-    assert record, f"{RECIPE} recorded no facts: run `make html` first"
+    record, kernels = (facts.load(records_dir(ROOT / "docs" / "gallery") / "facts" / f"{name}.json")
+                       for name in (RECIPE, KERNELS_RECIPE))
+    assert record and kernels, f"{RECIPE} or {KERNELS_RECIPE} recorded no facts: run `make html` first"
     page = built_site / "guides" / "run_pte_from_cpp.html"
     rows = table_rows(page)
-    for key in ("arm_runs", "arm_instructions"):
-        for row in record[key]["rows"]:
+    for key, table in (("arm_runs", record["arm_runs"]), ("arm_instructions", kernels["arm_instructions"])):
+        for row in table["rows"]:
             assert row in rows, f"the page lacks the {key} row {row}"
     shown = shown_facts(page)
     for key in ("runner_machine", "qemu_version", "sme_int8_differing", "fp32_worst_error"):

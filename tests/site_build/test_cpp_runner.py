@@ -32,7 +32,8 @@ RUNNER_SOURCES = SNIPPETS / "performance" / "cpp_runner"
 RECIPE = "build_and_run_pte_from_cpp"  # builds the runner from an empty folder; records the sources' digests
 RUNNER_RECIPES = (RECIPE, "time_pte_from_cpp", "set_xnnpack_backend_options_from_cpp",
                   "profile_pte_from_cpp_with_etdump", "run_pte_on_arm_under_qemu",
-                  "set_threads_from_cpp_and_python", "link_the_xnnpack_backend_into_an_app")
+                  "set_threads_from_cpp_and_python", "link_the_xnnpack_backend_into_an_app",
+                  "find_which_xnnpack_kernels_ran_on_arm")  # reads the logs of the ARM runner's runs
 
 
 def recorded(recipe: str = RECIPE) -> dict:
