@@ -289,8 +289,7 @@ assert conv_bn[1:3] == conv_bn[3:5] and conv_bn[2] == "none", conv_bn
 facts.record_table("more_models", ["Model", "Delegate calls without", "Outside XNNPACK without",
                                    "Delegate calls with", "Outside XNNPACK with"], rows)
 # XNNPACK also rewrites each delegated subgraph on its own, whatever transform_passes says: the page lists those.
-from executorch.backends.xnnpack._passes import XNNPACKPassManager
-from xnnguide.recipe_checks import transform_passes
+from xnnguide.recipe_checks import xnnpack_preprocess
 
-transform_passes.record_preprocess_passes(XNNPACKPassManager(exported_program=None).passes)
+xnnpack_preprocess.record_xnnpack_preprocess_passes()
 # sphinx_gallery_end_ignore

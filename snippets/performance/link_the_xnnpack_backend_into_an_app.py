@@ -168,11 +168,11 @@ print("the output matches eager PyTorch (atol 1e-5)")
 # sphinx_gallery_start_ignore
 import re
 
-from executorch.runtime import Runtime
+from xnnguide.recipe_checks import python_runtime
 
 assert "libexecutorch_backend_xnnpack.so" in needed(kept)
 assert "xnnpack: backend not registered" not in printed
-python_output = Runtime.get().load_program(pte).load_method("forward").execute([ones])[0]
+python_output = python_runtime.forward_output(pte, [ones])
 torch.testing.assert_close(python_output, model(ones), atol=1e-5, rtol=1e-5)
 facts.record("kept_needs", ", ".join(needed(kept)))
 # The wheel ships shared libraries only: no static archive to link with or without --whole-archive.

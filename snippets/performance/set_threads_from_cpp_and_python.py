@@ -111,26 +111,20 @@ print(f"{os.cpu_count()} cores here; the runtime's pool has {default_threads} th
 # [end default_threads]
 
 # sphinx_gallery_start_ignore
-from executorch.extension.pybindings import portable_lib
+from xnnguide.core import machine_hold
+from xnnguide.recipe_checks import python_runtime
 
 assert last_line.startswith("median latency: ") and last_line.endswith(" threads"), last_line
-# The Python runtime's pool, sized by the same library, in a fresh process: in the build, another recipe
-# of this process may have reset this one's.
-import sys
-
-fresh = subprocess.run([sys.executable, "-c", "from executorch.extension.pybindings import portable_lib; "
-                        "print(portable_lib._threadpool_get_thread_count())"], capture_output=True, text=True)
-assert fresh.stdout.split() == [str(default_threads)], (fresh.stdout, fresh.stderr)
+# The Python runtime's pool, sized by the same library (in a fresh process: in the build, another recipe
+# of this process may have reset this one's).
+assert python_runtime.fresh_pool_threads() == default_threads
 assert default_threads == os.cpu_count(), (default_threads, os.cpu_count())
 facts.record("cores", os.cpu_count())
 facts.record("default_threads", default_threads)
 # The Python runtime offers no public way to set the count: its public modules name no thread function.
-import executorch.runtime
-from xnnguide.core import machine_hold
-
-named = [name for module in (executorch.runtime, portable_lib) for name in dir(module) if "thread" in name]
+named = python_runtime.thread_function_names()
 assert all(name.startswith("_") for name in named), named
-facts.record("python_thread_functions", ", ".join(sorted(set(named))))
+facts.record("python_thread_functions", ", ".join(named))
 
 held = machine_hold.pause_other_recipes()  # the other recipes of the build stop while this one times
 # sphinx_gallery_end_ignore

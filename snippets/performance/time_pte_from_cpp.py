@@ -155,12 +155,11 @@ assert (
     and f"over {runs} runs, {threads} threads" in latency_line
 )
 assert cpp_ms > 0 and python_ms > 0
-from executorch.extension.pybindings.portable_lib import _threadpool_get_thread_count
-
 from xnnguide.core import timings
+from xnnguide.recipe_checks import python_runtime
 
 # The Python runtime's pool has the threads the runner was given, so the two compare.
-assert _threadpool_get_thread_count() == threads, (_threadpool_get_thread_count(), threads)
+assert python_runtime.pool_threads() == threads, (python_runtime.pool_threads(), threads)
 facts.record("latency_line", latency_line)
 facts.record("threads", threads, f"{threads} thread{'s' * (threads != 1)}")
 facts.record("runs", runs)
