@@ -177,8 +177,26 @@ timings.record_timing_table(
 # In C++ the pool is ExecuTorch's ``get_threadpool()``; the runner resets
 # it from its ``--threads`` option before it loads anything
 # (``main.cpp`` of :doc:`build_and_run_pte_from_cpp` declares the two thread
-# pool functions it calls, whose header the wheel does not ship). In Python,
-# ``executorch.runtime`` has no public function for it in this release; the
-# experimental ``_unsafe_reset_threadpool(n)`` of
+# pool functions it calls, whose header the wheel does not ship). These are
+# its lines, printed from the file the build above compiled:
+
+import textwrap
+
+cpp_source = Path("cpp_runner/main.cpp").read_text()
+
+
+def cpp_region(name):
+    """The lines of main.cpp between its ``// [start NAME]`` and ``// [end NAME]``."""
+    body = cpp_source.split(f"// [start {name}]\n")[1].split(f"// [end {name}]")[0]
+    return textwrap.dedent(body).rstrip()
+
+
+print(cpp_region("cpp-threadpool"))
+print("\nint main(int argc, char** argv) {  // ...")
+print(textwrap.indent(cpp_region("cpp-threads"), "  "))
+
+# %%
+# In Python, ``executorch.runtime`` has no public function for it in this
+# release; the experimental ``_unsafe_reset_threadpool(n)`` of
 # ``executorch.extension.pybindings.portable_lib`` replaces the pool, before
 # any program is loaded, as :doc:`benchmark_xnnpack_speedup` does.

@@ -77,6 +77,31 @@ runner = build_dir / "runner"
 # sphinx_gallery_end_ignore
 
 # %%
+# The C++ that sets them
+# ----------------------
+# A backend's options go to it by name: a ``BackendOptions`` holds the
+# key-value pairs and ``executorch::runtime::set_option`` hands them to the
+# backend registered as ``XnnpackBackend``; ``get_option`` reads them back.
+# These are the lines of the runner's ``main.cpp`` that do it, printed from
+# the file the build above compiled; ``main()`` calls ``set_xnnpack_options``
+# before it loads any program.
+
+import textwrap
+
+cpp_source = Path("cpp_runner/main.cpp").read_text()
+
+
+def cpp_region(name):
+    """The lines of main.cpp between its ``// [start NAME]`` and ``// [end NAME]``."""
+    body = cpp_source.split(f"// [start {name}]\n")[1].split(f"// [end {name}]")[0]
+    return textwrap.dedent(body).rstrip()
+
+
+print(cpp_region("cpp-backend-options"))
+print("\nint main(int argc, char** argv) {  // ...")
+print(textwrap.indent(cpp_region("cpp-set-options"), "  "))
+
+# %%
 # Two copies under each setting
 # -----------------------------
 # ``weight_cache_enabled`` (a bool) lets delegates share the weights XNNPACK
