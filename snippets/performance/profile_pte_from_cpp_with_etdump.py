@@ -50,8 +50,10 @@ def write_pte(module, example_input, path):
 # %%
 # The runner
 # ----------
-# Configured and built against the installed ``executorch`` package with
-# CMake and Ninja from PyPI, in this recipe's own build folder.
+# Configured and built with CMake and Ninja from PyPI against the installed
+# ``executorch`` package, in the build folder of
+# :doc:`build_and_run_pte_from_cpp`, ``cpp_runner/build``: after that recipe
+# CMake only checks the configuration and Ninja finds the runner up to date.
 
 import importlib.util
 import subprocess
@@ -64,7 +66,7 @@ executorch_dir = Path(
     importlib.util.find_spec("executorch").submodule_search_locations[0]
 )
 cmake_exe = str(Path(cmake.CMAKE_BIN_DIR) / "cmake")
-build_dir = Path("cpp_runner") / "build-profile"
+build_dir = Path("cpp_runner") / "build"
 configure = [
     *(cmake_exe, "-S", "cpp_runner", "-B", str(build_dir), "-G", "Ninja"),
     f"-DCMAKE_MAKE_PROGRAM={Path(ninja.BIN_DIR) / 'ninja'}",

@@ -32,10 +32,13 @@ ones = torch.ones(1, 3, 224, 224)  # the runner's input when it is given no inpu
 # %%
 # The runner, and a check that it computes the model
 # --------------------------------------------------
-# Built with CMake and Ninja from PyPI against the installed ``executorch``
-# package, in a build folder of its own. Its ``--threads T`` option resets
-# the pool before anything is loaded; ``--iterations N`` times N runs and
-# prints their median and the pool's thread count.
+# Built with CMake and Ninja from PyPI against the installed
+# ``executorch`` package, in the build folder of
+# :doc:`build_and_run_pte_from_cpp`, ``cpp_runner/build``: after that recipe
+# CMake only checks the configuration and Ninja finds the runner up to date.
+# Its ``--threads T`` option resets the pool before anything is loaded;
+# ``--iterations N`` times N runs and prints their median and the pool's
+# thread count.
 
 import importlib.util
 import subprocess
@@ -49,7 +52,7 @@ executorch_dir = Path(
     importlib.util.find_spec("executorch").submodule_search_locations[0]
 )
 cmake_exe = str(Path(cmake.CMAKE_BIN_DIR) / "cmake")
-build_dir = Path("cpp_runner") / "build-threads"
+build_dir = Path("cpp_runner") / "build"
 subprocess.run(
     [cmake_exe, "-S", "cpp_runner", "-B", str(build_dir), "-G", "Ninja",
      f"-DCMAKE_MAKE_PROGRAM={Path(ninja.BIN_DIR) / 'ninja'}",

@@ -32,9 +32,10 @@ eager_outputs = torch.load("mobilenet_v2_cpp/eager_outputs.pt")
 # %%
 # The runner
 # ----------
-# Built with CMake and Ninja from PyPI against the installed ``executorch``
-# package, as the first recipe of this section does, here in a build folder
-# of its own.
+# Built with CMake and Ninja from PyPI against the installed
+# ``executorch`` package, in the build folder of
+# :doc:`build_and_run_pte_from_cpp`, ``cpp_runner/build``: after that recipe
+# CMake only checks the configuration and Ninja finds the runner up to date.
 
 import importlib.util
 import subprocess
@@ -47,7 +48,7 @@ executorch_dir = Path(
     importlib.util.find_spec("executorch").submodule_search_locations[0]
 )
 cmake_exe = str(Path(cmake.CMAKE_BIN_DIR) / "cmake")
-build_dir = Path("cpp_runner") / "build-options"
+build_dir = Path("cpp_runner") / "build"
 subprocess.run(
     [
         cmake_exe,

@@ -32,7 +32,9 @@ ones = torch.ones(1, 3, 224, 224)  # the runner's input when it is given no inpu
 # The runner
 # ----------
 # Configured and built with CMake and Ninja from PyPI against the installed
-# ``executorch`` package, in a build folder of this recipe's own.
+# ``executorch`` package, in the build folder of
+# :doc:`build_and_run_pte_from_cpp`, ``cpp_runner/build``: after that recipe
+# CMake only checks the configuration and Ninja finds the runner up to date.
 
 import importlib.util
 import subprocess
@@ -45,7 +47,7 @@ executorch_dir = Path(
     importlib.util.find_spec("executorch").submodule_search_locations[0]
 )
 cmake_exe = str(Path(cmake.CMAKE_BIN_DIR) / "cmake")
-build_dir = Path("cpp_runner") / "build-latency"
+build_dir = Path("cpp_runner") / "build"
 subprocess.run(
     [
         cmake_exe,

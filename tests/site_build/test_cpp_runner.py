@@ -2,7 +2,8 @@
 
 ``snippets/performance/cpp_runner/`` holds the runner's ``CMakeLists.txt`` and
 ``main.cpp``; the recipes of ``snippets/performance/`` build it at site build
-time, each in a folder of its own, and record what it printed:
+time, in one build folder (``cpp_runner/build``, which the first makes from
+empty and the others, run after it, find up to date), and record what it printed:
 ``build_and_run_pte_from_cpp.py`` (the build, the runs, the missing backend),
 ``time_pte_from_cpp.py``, ``set_xnnpack_backend_options_from_cpp.py`` and
 ``profile_pte_from_cpp_with_etdump.py``. The first tests read those records
