@@ -1,6 +1,6 @@
 """What an ELF file's header says it was built for: the check that a cross-build made an aarch64 program.
 
-The ARM recipe (``snippets/performance/run_pte_on_arm_under_qemu.py``) and ``tests/site_build/test_arm_runner.py``
+The ARM recipe (``snippets/performance/run_pte_on_arm_under_qemu.py``, through ``arm_runs``) and ``tests/site_build/test_arm_runner.py``
 read the runner they built with :func:`machine`, so that a toolchain file that silently falls back to the
 build machine's compiler fails there rather than producing an x86-64 ``runner`` that QEMU would refuse.
 """
