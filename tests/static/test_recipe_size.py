@@ -36,21 +36,6 @@ def test_one_line_over_either_limit_is_reported(tmp_path):
         "r.py: recipe size: 76 of 300 lines hidden (25.3%), over 25%; hidden blocks hold the page's claims only"]
 
 
-#: Recipes over a limit on the day the limits came (issue 51), not split yet. The list only shrinks: a recipe in it
-#: that fits fails the test below until its line goes, and a recipe not in it must fit.
-NOT_SPLIT_YET = {
-    "snippets/performance/run_pte_on_arm_under_qemu.py",
-}
-
-
 def test_no_recipe_is_too_long_or_too_hidden():
-    recipes = {shown(path): path for path in recipe_files(SNIPPETS)}
-    problems = [problem for name, path in recipes.items() if name not in NOT_SPLIT_YET
-                for problem in size_problems(path, name)]
+    problems = [problem for path in recipe_files(SNIPPETS) for problem in size_problems(path, shown(path))]
     assert not problems, f"{len(problems)} recipe size problem(s):\n" + "\n".join(problems)
-
-
-def test_the_list_of_recipes_not_split_yet_only_shrinks():
-    recipes = {shown(path): path for path in recipe_files(SNIPPETS)}
-    fitting = sorted(name for name in NOT_SPLIT_YET if name not in recipes or not size_problems(recipes[name]))
-    assert not fitting, f"gone or within the limits now, take them off NOT_SPLIT_YET: {fitting}"

@@ -62,11 +62,6 @@ HIDDEN_IMPORTS_NOT_MOVED_YET = {
     ("snippets/llm/export_a_llama_with_export_llm.py", "executorch.runtime"),
     ("snippets/llm/export_char_llm_with_kv_cache.py", "torchao.quantization.utils"),
     ("snippets/llm/measure_a_tiny_llama_perplexity_and_speed.py", "executorch.extension.pybindings.portable_lib"),
-    ("snippets/lowering/compare_lowering_with_and_without_transform_passes.py",
-     "executorch.backends.xnnpack._passes"),
-    ("snippets/performance/link_the_xnnpack_backend_into_an_app.py", "executorch.runtime"),
-    ("snippets/performance/set_threads_from_cpp_and_python.py", "executorch.extension.pybindings"),
-    ("snippets/performance/time_pte_from_cpp.py", "executorch.extension.pybindings.portable_lib"),
 }
 #: The site's own package, which hidden blocks may import (what they record and assert with).
 _SITE_PREFIX = PACKAGE + "."
