@@ -3,8 +3,7 @@
 A recipe records a latency, speed-up or rate with :func:`record_latency`, :func:`record_speedup` or
 :func:`record_throughput` (a table with :func:`record_timing_table`, cells from :func:`latency_cell`), naming
 what it timed, the threads and the batch, and passing what :mod:`.machine_load` measured meanwhile: a busy
-machine is said in the display, and a table says it once under itself, its cells marked
-(:func:`one_busy_note`). The build reads :func:`timed_in` back to keep one source per timing, and warns
+machine is said in the display. The build reads :func:`timed_in` back to keep one source per timing, and warns
 where a page quotes a timing without its conditions (:func:`looks_like_timing`). A recipe that times repeated
 calls (:func:`times_repeated_calls`) must hold the machine (:func:`holds_the_machine`).
 """
@@ -51,25 +50,6 @@ def _annotated(text: str, *notes: str) -> str:
     """*text* with the non-empty *notes* after it in one parenthesis: ``"9.04 ms (batch 1, 2 threads)"``."""
     said = "; ".join(note for note in notes if note)
     return f"{text} ({said})" if said else text
-
-
-#: What a table shows in place of the busy note its cells repeat; the note itself is said once, under the table.
-BUSY_MARK = "†"
-
-
-def one_busy_note(rows: list[list[str]], load: dict | None) -> tuple[list[list[str]], str]:
-    """A table of timings as a page shows it: *rows* with the busy note of *load* (the table's window, which
-    :func:`latency_cell` and :func:`speedup_cell` put in each cell) replaced in every cell by :data:`BUSY_MARK`,
-    and that note once, to show under the table (``""`` when no cell carries it). A note from another window
-    stays in its cell: only what the table's own window measured is said once for all."""
-    note = busy_note(load) if load and "busy" in load else ""
-    if not note:
-        return rows, ""
-    shown = [[str(cell).replace(f" ({note})", BUSY_MARK).replace(f"; {note})", ")" + BUSY_MARK) for cell in row]
-             for row in rows]
-    if shown == [[str(cell) for cell in row] for row in rows]:
-        return rows, ""
-    return shown, f"{BUSY_MARK} Timed on a busy machine: {note.removeprefix('timed on a busy machine: ')}."
 
 
 def latency_cell(ms: float, load: dict, digits: int = 2) -> str:

@@ -25,7 +25,7 @@ from sphinx.util import logging
 from sphinx.transforms import SphinxTransform
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
-from xnnguide.core import facts, timings
+from xnnguide.core import facts
 from xnnguide.core.recipes import budget_seconds, build_step_files, find_source, recipe_files, shown
 from xnnguide.core.records import load_run_record, quote_recorded, recorded_texts, records_dir
 from xnnguide.site import timing_sources, works_on
@@ -111,7 +111,7 @@ def fact_table(self: SphinxDirective) -> list[nodes.Node]:
     fact = _recorded(self, self.arguments[0], "header")
     if not fact:
         return []
-    rows, busy = timings.one_busy_note(fact["rows"], fact.get("about", {}).get("load"))  # said once, not per cell
+    rows, busy = timing_sources.one_busy_note(fact["rows"], fact.get("about", {}).get("load"))  # said once, not per cell
     table = rst_table(fact["header"], rows, self.options.get("caption"), "xnnguide-fact-table")
     table["support_smartquotes"] = False  # what the recipe recorded, as it recorded it: "--build" stays "--build"
     return [table] + ([nodes.paragraph(text=busy, classes=["xnnguide-table-note"])] if busy else [])
