@@ -116,9 +116,9 @@ quantize_nodes = {"fp32": written["tiny_fp32"], "int8": written["tiny_int8"]}
 # %%
 # In the int8 call the first convolution takes
 # :fact:`profile_crepe_int8_latency_with_etdump/int8_first_conv_share` of the
-# operators' time (int8 runs it at
-# :fact:`profile_crepe_int8_latency_with_etdump/tiny_conv1_speedup` the fp32
-# speed); the conversions between fp32 and int8 take
+# operators' time (int8 runs it
+# :fact:`profile_crepe_int8_latency_with_etdump/tiny_conv1_speedup` as fast
+# as fp32); the conversions between fp32 and int8 take
 # :fact:`profile_crepe_int8_latency_with_etdump/int8_convert_share`, and come
 # from the layers' order. Each layer is
 # ``pad → convolution → ReLU → batch norm → max-pool``. The quantizer takes
