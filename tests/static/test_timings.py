@@ -12,7 +12,7 @@ import types
 import pytest
 
 from xnnguide.core import facts, machine_load, timings
-from xnnguide.site.timing_sources import bare_timing, conflicts, disagreements
+from xnnguide.site.timing_sources import bare_timing, conflicts, disagreements, one_busy_note
 
 pytestmark = pytest.mark.static
 
@@ -199,3 +199,21 @@ def test_the_build_warns_at_the_page_that_shows_a_named_quantity_with_another_va
         timing_sources.note(role, recipe, "size", fact)
     timing_sources._check_one_source(None, env)
     assert [kwargs["location"] for _, kwargs in warned] == ["docs/tutorial.md:3"], warned
+
+
+def test_a_busy_table_says_its_note_once_and_marks_each_timing():
+    # Cells as the recipes make them: each timing carries the table's busy note, once per cell (issue 49 counted
+    # the note 22 to 44 times on one page).
+    note = timings.busy_note(BUSY)
+    rows = [["tiny", timings.latency_cell(0.812, BUSY), " / ".join([timings.speedup_cell(1.0, BUSY)] * 2)],
+            ["full", timings.latency_cell(51.6, BUSY), "-"],
+            ["load", f"(one load, batch 1; {note})", "another window's note (timed on a busy machine: x)"]]
+    shown, said = one_busy_note(rows, BUSY)
+    assert said == "† Timed on a busy machine: other work took 48% of the machine and the host took 12%."
+    assert shown == [["tiny", "0.81 ms†", "1.00×† / 1.00×†"], ["full", "51.60 ms†", "-"],
+                     ["load", "(one load, batch 1)†", "another window's note (timed on a busy machine: x)"]]
+    assert not any(note in cell for row in shown for cell in row)
+    # Still flagged where the machine was busy, and nothing added where it was idle or no cell carries the note.
+    assert one_busy_note(rows, IDLE_MACHINE) == (rows, "")
+    assert one_busy_note([["0.81 ms"]], BUSY) == ([["0.81 ms"]], "")
+    assert one_busy_note(rows, None) == (rows, "")

@@ -111,9 +111,10 @@ def fact_table(self: SphinxDirective) -> list[nodes.Node]:
     fact = _recorded(self, self.arguments[0], "header")
     if not fact:
         return []
-    table = rst_table(fact["header"], fact["rows"], self.options.get("caption"), "xnnguide-fact-table")
+    rows, busy = timing_sources.one_busy_note(fact["rows"], fact.get("about", {}).get("load"))  # said once, not per cell
+    table = rst_table(fact["header"], rows, self.options.get("caption"), "xnnguide-fact-table")
     table["support_smartquotes"] = False  # what the recipe recorded, as it recorded it: "--build" stays "--build"
-    return [table]
+    return [table] + ([nodes.paragraph(text=busy, classes=["xnnguide-table-note"])] if busy else [])
 
 
 def generated_table(self: SphinxDirective) -> list[nodes.Node]:

@@ -4,7 +4,8 @@
 its line. Timings (with their threads and batch) and named quantities (``facts.record(..., quantity=)``,
 ``facts.name_cells``) are kept in the build environment by page; once every page is read,
 :func:`_check_one_source` warns where two recipes time one subject under the same conditions (:func:`conflicts`)
-or pages show one quantity with two values (:func:`disagreements`).
+or pages show one quantity with two values (:func:`disagreements`). A table of timings from a busy window says
+its load note once, under the table (:func:`one_busy_note`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,26 @@ def bare_timing(recipe: str, key: str, fact: dict[str, Any]) -> str | None:
                 "(record_latency, record_speedup, record_throughput, record_timing_table), which names the threads "
                 "and batch and flags a busy machine")
     return None
+
+
+#: What a table shows in place of the busy note its cells repeat; the note itself is said once, under the table.
+BUSY_MARK = "†"
+
+
+def one_busy_note(rows: list[list[str]], load: dict | None) -> tuple[list[list[str]], str]:
+    """A table of timings as a page shows it: *rows* with the busy note of *load* (the table's window, which
+    :func:`~xnnguide.core.timings.latency_cell` and ``speedup_cell`` put in each cell) replaced in every cell by
+    :data:`BUSY_MARK`, and that note once, to show under the table (``""`` when no cell carries it). A note from
+    another window stays in its cell: only what the table's own window measured is said once for all. The
+    records keep every cell's note; only the page says it once."""
+    note = timings.busy_note(load) if load and "busy" in load else ""
+    if not note:
+        return rows, ""
+    shown = [[str(cell).replace(f" ({note})", BUSY_MARK).replace(f"; {note})", ")" + BUSY_MARK) for cell in row]
+             for row in rows]
+    if shown == [[str(cell) for cell in row] for row in rows]:
+        return rows, ""
+    return shown, f"{BUSY_MARK} Timed on a busy machine: {note.removeprefix('timed on a busy machine: ')}."
 
 
 def note(element: SphinxRole | SphinxDirective, recipe: str, key: str, fact: dict[str, Any]) -> None:
