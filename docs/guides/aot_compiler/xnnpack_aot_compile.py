@@ -158,8 +158,9 @@ def lower(program):
     by_operator = info.delegation_by_operator.values()
     outside = ", ".join(f"{op.op_type} {op.non_delegated}"
                         for op in by_operator if op.non_delegated)
-    print(f"XNNPACK: {info.num_delegated_nodes} nodes in "
-          f"{info.num_delegated_subgraphs} subgraph(s); outside: "
+    subgraphs = info.num_delegated_subgraphs
+    print(f"XNNPACK: {info.num_delegated_nodes} nodes in {subgraphs} "
+          f"subgraph{'' if subgraphs == 1 else 's'}; outside: "
           f"{info.num_non_delegated_nodes}" + (f" ({outside})" if outside else ""))
     return edge.to_executorch()
 
