@@ -246,14 +246,14 @@ def check_page(tab, page_path: str) -> None:
 # every-page check, a third of the test suite's work, is two classes so that both workers share it.
 class TestEveryGalleryPage:
     @pytest.mark.parametrize("page_path", [path for path in ALL_PAGES if path.startswith("gallery/")])
-    def test_loads_cleanly_shows_its_code_and_passes_axe_in_light_and_dark(self, tab, page_path):
-        check_page(tab, page_path)
+    def test_loads_cleanly_shows_its_code_and_passes_axe_in_light_and_dark(self, reused_tab, page_path):
+        check_page(reused_tab, page_path)
 
 
 class TestEveryOtherPage:
     @pytest.mark.parametrize("page_path", [path for path in ALL_PAGES if not path.startswith("gallery/")])
-    def test_loads_cleanly_shows_its_code_and_passes_axe_in_light_and_dark(self, tab, page_path):
-        check_page(tab, page_path)
+    def test_loads_cleanly_shows_its_code_and_passes_axe_in_light_and_dark(self, reused_tab, page_path):
+        check_page(reused_tab, page_path)
 
 
 def requests_after_our_wait_and_after_networkidle(tab, page_path: str) -> tuple[list[str], list[str]]:
