@@ -271,3 +271,25 @@ class Traffic:
 def tab(page) -> Traffic:
     """A Playwright page on the site whose traffic is recorded; ``tab.page`` is the page."""
     return Traffic(page)
+
+
+@pytest.fixture(scope="class")
+def _class_tab(browser, browser_context_args):
+    context = browser.new_context(**browser_context_args)
+    yield Traffic(context.new_page())
+    context.close()
+
+
+@pytest.fixture
+def reused_tab(_class_tab) -> Traffic:
+    """:func:`tab`, but one tab for all the tests of a class, each starting on a blank page.
+
+    A new context and tab cost a renderer process each: a few tenths of a second, on each of the every-page
+    check's loads. Reusing them changes nothing a test can see: the HTTP cache is off (Playwright turns it off
+    in a context with routes, as :class:`Traffic` sets), each test sets its colour scheme and viewport, and
+    whatever the last page still had in flight ends on the blank page, before :meth:`Traffic.goto` clears the
+    record for the next load."""
+    _class_tab.page.goto("about:blank")
+    _class_tab.in_flight.clear()
+    _class_tab.clear()
+    return _class_tab

@@ -104,10 +104,26 @@ gallery/index
 ```
 """
 
-NOTES = """# Notes
+#: The notes page: a figure, a stamp of each recipe (full, then small), a download of a file with region markers,
+#: and a command in a table header and in prose (what test_rendering.py reads on the built page).
+NOTES = '''# Notes
 
-The answer is {fact}`tiny_alpha/answer`.
-"""
+```{verified-stamp} tiny_alpha
+```
+
+The answer is {fact}`tiny_alpha/answer`. Get {download}`CMakeLists.txt <CMakeLists.txt>`.
+
+```{verified-stamp} tiny_beta
+```
+
+| Step | cmake --build out -j "4" |
+| --- | --- |
+| a "quoted" word -- and a dash | x |
+
+Run it with --threads 4 and "quotes"; elsewhere "quotes" -- curl.
+'''
+#: The file the notes page offers: its region markers stay out of the download.
+CMAKE_LISTS = "cmake_minimum_required(VERSION 3.20)\n# [start cmake-project]\nproject(x)\n# [end cmake-project]\n"
 
 
 def make_site(folder: Path) -> Path:
@@ -123,6 +139,7 @@ def make_site(folder: Path) -> Path:
             shutil.copytree(ROOT / "docs" / folder, root / "docs" / folder)
     (root / "docs" / "index.md").write_text(INDEX)
     (root / "docs" / "notes.md").write_text(NOTES)
+    (root / "docs" / "CMakeLists.txt").write_text(CMAKE_LISTS)
     (root / "snippets").mkdir()
     shutil.copy2(ROOT / "snippets" / "GALLERY_HEADER.rst", root / "snippets" / "GALLERY_HEADER.rst")
     (root / "snippets" / "tiny_alpha.py").write_text(ALPHA)

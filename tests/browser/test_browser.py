@@ -14,6 +14,7 @@ is missing; without it these tests fail, they never skip.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -132,16 +133,24 @@ HIDE_REPEATED_LOOKS = """() => {
 }"""
 
 
+@functools.cache
+def axe_script() -> str:
+    """axe-core, as ``axe-playwright-python`` ships it."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    return Axe().axe_script
+
+
 def violations(page, options: dict = WCAG_A_AA) -> list[str]:
     """One line per element axe-core finds in violation of *options*' rules (WCAG 2 A and AA): rule, impact,
     element.
 
     axe-core ships inside the ``axe-playwright-python`` package and is injected into the page, never fetched.
     """
-    from axe_playwright_python.sync_playwright import Axe
-
     page.evaluate(HIDE_REPEATED_LOOKS)
-    found = Axe().run(page, options=options).response["violations"]
+    if not page.evaluate("() => typeof window.axe === 'object'"):  # once a page: the script is half a megabyte
+        page.evaluate(axe_script())
+    found = page.evaluate("options => axe.run(document, options)", options)["violations"]
     page.evaluate("""() => document.querySelectorAll('[data-xnnguide-repeated-look]').forEach(token => {
         token.removeAttribute('data-xnnguide-repeated-look');
         token.style.visibility = '';
@@ -158,8 +167,12 @@ def open_in_scheme(tab, page_path: str, scheme: str) -> None:
 
 
 def switch_scheme(tab, scheme: str) -> None:
-    """Set the reader's system colour scheme; the theme ("auto") follows it, on a page already open too, and
-    its colours fade to the new ones (CSS transitions): wait until they ended, or axe reads colours between."""
+    """Set the reader's system colour scheme; the theme ("auto") follows it, on a page already open too.
+
+    Its colours would fade to the new ones (CSS transitions of up to 0.3 s, waited for on every page), and axe
+    must read where the fade ends: transitions are turned off first, so that the colours jump there at once. The
+    wait for running animations stays, for any the page starts itself."""
+    tab.page.add_style_tag(content="*, *::before, *::after { transition: none !important; }")
     tab.page.emulate_media(color_scheme=scheme)
     tab.page.wait_for_function("scheme => document.documentElement.dataset.theme === scheme", arg=scheme)
     tab.page.wait_for_function("() => document.getAnimations().every(a => a.playState !== 'running')")
@@ -246,14 +259,14 @@ def check_page(tab, page_path: str) -> None:
 # every-page check, a third of the test suite's work, is two classes so that both workers share it.
 class TestEveryGalleryPage:
     @pytest.mark.parametrize("page_path", [path for path in ALL_PAGES if path.startswith("gallery/")])
-    def test_loads_cleanly_shows_its_code_and_passes_axe_in_light_and_dark(self, tab, page_path):
-        check_page(tab, page_path)
+    def test_loads_cleanly_shows_its_code_and_passes_axe_in_light_and_dark(self, reused_tab, page_path):
+        check_page(reused_tab, page_path)
 
 
 class TestEveryOtherPage:
     @pytest.mark.parametrize("page_path", [path for path in ALL_PAGES if not path.startswith("gallery/")])
-    def test_loads_cleanly_shows_its_code_and_passes_axe_in_light_and_dark(self, tab, page_path):
-        check_page(tab, page_path)
+    def test_loads_cleanly_shows_its_code_and_passes_axe_in_light_and_dark(self, reused_tab, page_path):
+        check_page(reused_tab, page_path)
 
 
 def requests_after_our_wait_and_after_networkidle(tab, page_path: str) -> tuple[list[str], list[str]]:

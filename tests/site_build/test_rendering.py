@@ -357,36 +357,14 @@ def test_no_reader_page_links_to_itself(built_site):
 
 # ---------------------------------------------------------------- the mechanisms, on a small site
 
-SMALL_PAGE = '''# Notes
-
-```{verified-stamp} tiny_alpha
-```
-
-The answer is {fact}`tiny_alpha/answer`. Get {download}`CMakeLists.txt <CMakeLists.txt>`.
-
-```{verified-stamp} tiny_beta
-```
-
-| Step | cmake --build out -j "4" |
-| --- | --- |
-| a "quoted" word -- and a dash | x |
-
-Run it with --threads 4 and "quotes"; elsewhere "quotes" -- curl.
-'''
-
-
 @pytest.fixture(scope="module")
 def small_site(tmp_path_factory) -> Path:
-    """A copy of the site with two tiny recipes and a page that stamps both, offers a file with region markers
-    and shows a command in a table header and in prose; built once."""
-    from sitecopy import assert_built, build, make_site
+    """The tiny site every build-cache test starts from (``sitecopy.py``), built once per test run: two tiny recipes
+    and a notes page that stamps both, offers a file with region markers and shows a command in a table header and
+    in prose."""
+    from sitecopy import built_once, make_and_build
 
-    root = make_site(tmp_path_factory.mktemp("rendering"))
-    (root / "docs" / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.20)\n# [start cmake-project]\n"
-                                                  "project(x)\n# [end cmake-project]\n")
-    (root / "docs" / "notes.md").write_text(SMALL_PAGE)
-    assert_built(build(root))
-    return root / "_build" / "html"
+    return built_once(tmp_path_factory, "tiny-site", make_and_build) / "_build" / "html"
 
 
 def test_a_small_site_gets_one_full_stamp_commands_as_typed_and_downloads_without_markers(small_site):
