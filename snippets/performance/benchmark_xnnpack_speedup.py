@@ -24,9 +24,8 @@ import torchvision
 
 
 def calibrate_batchnorm(model, batches=4, batch_size=8):
-    norms = [
-        module for module in model.modules() if isinstance(module, torch.nn.BatchNorm2d)
-    ]
+    norms = [module for module in model.modules()
+             if isinstance(module, torch.nn.BatchNorm2d)]
     momenta = [norm.momentum for norm in norms]
     for norm in norms:
         norm.reset_running_stats()
@@ -51,7 +50,9 @@ example_inputs = (torch.randn(1, 3, 224, 224),)
 # %%
 # The programs
 # ------------
-# Each model is exported once, and its exported program lowered to:
+# Each model is exported once and lowered to these programs; the fp32 MobileNet
+# V2 one is the file :doc:`build_and_run_pte_from_cpp` (run it first, in this
+# folder) lowers alike from the same model, seed and ``calibrate_batchnorm``:
 #
 # * **portable** (MobileNet V2 only: one model shows how far behind it is, and
 #   a call takes seconds): no partitioner, so every operator runs on ExecuTorch's
@@ -98,8 +99,14 @@ def write_pte(exported_program, path, xnnpack=True):
     return path
 
 
+# sphinx_gallery_start_ignore
+from xnnguide.recipe_checks import shared_files
+shared_files.ensure("mobilenet_v2_cpp", "build_and_run_pte_from_cpp.py")
+# xnnguide_depends_on = build_and_run_pte_from_cpp.py
+# sphinx_gallery_end_ignore
 calibration_inputs = [(torch.randn(1, 3, 224, 224),) for _ in range(4)]
 PORTABLE = {"MobileNet V2"}  # the models that also get a portable program
+LOWERED_FP32 = {"MobileNet V2": "mobilenet_v2_cpp/fp32.pte"}  # not lowered again
 programs = {}  # (model name, program name) -> .pte path
 quantized_models = {}  # model name -> the int8 model in eager PyTorch, as a reference
 for name, model in models.items():
@@ -107,7 +114,8 @@ for name, model in models.items():
     exported = torch.export.export(model, example_inputs)
     if name in PORTABLE:
         programs[name, "portable"] = write_pte(exported, f"{stem}_portable.pte", False)
-    programs[name, "XNNPACK fp32"] = write_pte(exported, f"{stem}_xnnpack_fp32.pte")
+    programs[name, "XNNPACK fp32"] = LOWERED_FP32.get(name) or write_pte(
+        exported, f"{stem}_xnnpack_fp32.pte")
     quantized_models[name] = quantize_int8(exported, calibration_inputs)
     quantized = torch.export.export(quantized_models[name], example_inputs)
     programs[name, "XNNPACK int8"] = write_pte(quantized, f"{stem}_xnnpack_int8.pte")
@@ -149,7 +157,6 @@ with torch.no_grad():
 
 # sphinx_gallery_start_ignore
 from xnnguide.recipe_checks import speedup_benchmark
-
 speedup_benchmark.record_int8_agreement(models, quantized_models, outputs, example_inputs)
 # sphinx_gallery_end_ignore
 
@@ -159,19 +166,15 @@ speedup_benchmark.record_int8_agreement(models, quantized_models, outputs, examp
 # Eager PyTorch and XNNPACK each split an operator's work over a thread pool
 # sized to the cores. The run shown here had a share of the cores (PyTorch
 # through ``OMP_NUM_THREADS``, ExecuTorch's pool set to match): the line below
-# shows both pools' sizes.
-# ``torch.set_num_threads`` sizes PyTorch's; the experimental
-# ``_unsafe_reset_threadpool`` replaces XNNPACK's, unsafe for a loaded program
-# still on the old pool: each program below is loaded after the reset and
-# dropped before the next. One thread is the fairest comparison and the least
-# disturbed by other work; two follow where the machine has two cores.
+# shows both pools' sizes. ``torch.set_num_threads`` sizes PyTorch's; the
+# experimental ``_unsafe_reset_threadpool`` replaces XNNPACK's, unsafe for a
+# loaded program still on the old pool: each program below is loaded after the
+# reset and dropped before the next. One thread is the fairest comparison and
+# the least disturbed by other work; two follow where the machine has two cores.
 
 import os
-
 from executorch.extension.pybindings.portable_lib import (
-    _threadpool_get_thread_count,
-    _unsafe_reset_threadpool,
-)
+    _threadpool_get_thread_count, _unsafe_reset_threadpool)
 
 
 def use_threads(threads):
@@ -225,7 +228,6 @@ configurations = [  # (model name, program name, threads), in the order timed
 
 # sphinx_gallery_start_ignore
 from xnnguide.core import machine_hold
-
 held = machine_hold.pause_other_recipes()  # the other recipes of the build stop while this one times
 load_before = os.getloadavg()[0]
 # sphinx_gallery_end_ignore
@@ -260,7 +262,6 @@ for (name, program, threads), median in medians.items():
 
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts
-
 speedup_benchmark.check_timings(timings, RUNS, models, PORTABLE, thread_counts)
 assert _threadpool_get_thread_count() == default_threads[1], "the pool was not restored"
 cpu = speedup_benchmark.cpu_name()  # the processor model, for the chart's title

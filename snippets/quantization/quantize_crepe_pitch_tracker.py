@@ -39,9 +39,7 @@ parameters = {c: sum(p.numel() for p in m.parameters()) for c, m in models.items
 print(parameters)
 
 # sphinx_gallery_start_ignore
-import time
 from xnnguide.core import facts
-recipe_start = time.perf_counter()
 for capacity, count in parameters.items():
     facts.record(f"{capacity}_parameters", count, f"{count:,}")
 # sphinx_gallery_end_ignore
@@ -135,7 +133,10 @@ def pitch_scores(probabilities, true_cents):
 # of their own seed at every noise level. The programs take one frame (batch
 # 1), as a live pitch tracker calls them; they go to the folder ``crepe/``,
 # with the calibration frames and the quantize nodes in each program's
-# XNNPACK delegate, for :doc:`remove_int8_conversions_from_crepe_tiny`.
+# XNNPACK delegate. Three recipes of this folder read them, so run this one
+# first: :doc:`profile_crepe_int8_latency_with_etdump` times the four
+# programs, :doc:`remove_int8_conversions_from_crepe_tiny` rewrites the tiny
+# int8 one, and :doc:`time_crepe_tiny_int8_rewrites` times those rewrites.
 
 import json
 import os
@@ -285,8 +286,6 @@ assert scores["tiny", "fp32 eager", "clean"]["accuracy"] > scores["tiny", "fp32 
 shifted = pitch_scores(outputs["fp32 eager"][:TONES_PER_LEVEL], true_cents + 100)
 assert shifted["accuracy"] < 0.05, shifted
 assert all((count > 0) == name.endswith("int8") for name, count in quantize_nodes.items()), quantize_nodes
-seconds = {"total": time.perf_counter() - recipe_start}
-facts.record("seconds", seconds, ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items()))
 shared_files.mark("crepe", "quantize_crepe_pitch_tracker.py")  # the programs the next recipes read
 # sphinx_gallery_end_ignore
 

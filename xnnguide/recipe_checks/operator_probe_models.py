@@ -193,7 +193,7 @@ def _quantize_dequantize() -> tuple[torch.nn.Module, Inputs, float]:
 
 
 #: The GEMM claims, probed int8 static and dynamic by quantizing their fp32 probes.
-_GEMMS = ("linear.default", "convolution.default", "addmm.default", "mm.default")
+GEMMS = ("linear.default", "convolution.default", "addmm.default", "mm.default")
 
 #: Static int8 probes: target -> () -> (model, inputs, output_scale); the operator between quantize and
 #: dequantize pairs, or a GEMM layer quantized by ``XNNPACKQuantizer``.
@@ -203,12 +203,12 @@ INT8_PROBES: dict[str, Probe] = {
     # q -> dq alone: the conversions at the edges of every int8 partition.
     "quantize_per_tensor.default": _quantize_dequantize,
     "dequantize_per_tensor.default": _quantize_dequantize,
-    **{target: partial(_gemm_int8, target, dynamic_quantization=False) for target in _GEMMS},
+    **{target: partial(_gemm_int8, target, dynamic_quantization=False) for target in GEMMS},
 }
 
 #: Dynamic int8 probes: target -> () -> (model, inputs, None); the tolerance is relative to the output.
 DYNAMIC_INT8_PROBES: dict[str, Probe] = {
-    **{target: partial(_gemm_int8, target, dynamic_quantization=True) for target in _GEMMS},
+    **{target: partial(_gemm_int8, target, dynamic_quantization=True) for target in GEMMS},
     "quantize_affine.default": _affine_dynamic,
     "dequantize_affine.default": _affine_dynamic,
     "choose_qparams_affine.default": _affine_dynamic,

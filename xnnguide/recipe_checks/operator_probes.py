@@ -454,15 +454,20 @@ class Survey:
 def survey(runtime) -> Survey:
     """Probe everything the operator support table shows on *runtime* (an ``executorch.runtime.Runtime``).
 
-    fp32 claims and the extra columns side by side; int8 claims alone (each is its own quantized
-    program); conditions' refused forms lowered only, their accepted forms run, side by side without
-    retries; an accepted form that is the fp32 probe reuses that claim's result.
+    fp32 claims, the extra columns and the int8 claims of one operator between quantize and dequantize
+    nodes side by side (such a probe carries its own quantization, so several share a program); the int8
+    claims of the GEMMs alone (each is a model ``XNNPACKQuantizer`` quantized: side by side, some of them
+    are not delegated and would be lowered again alone); conditions' refused forms lowered only, their
+    accepted forms run, side by side without retries; an accepted form that is the fp32 probe reuses that
+    claim's result.
     """
     every = claims()
     fp32 = [(c, models.FP32_PROBES[c.target]) for c in every if c.precision == FP32 and c.target in models.FP32_PROBES]
     quantized = [(c, probe_for(c)) for c in every if c.precision != FP32 and probe_for(c) is not None]
-    judged = dict(zip((c for c, _ in fp32 + quantized),
-                      probe(fp32, runtime) + probe(quantized, runtime, side_by_side=False)))
+    gemms = [pair for pair in quantized if pair[0].target in models.GEMMS]
+    explicit = [pair for pair in quantized if pair not in gemms]
+    judged = dict(zip((c for c, _ in fp32 + explicit + gemms),
+                      probe(fp32, runtime) + probe(explicit, runtime) + probe(gemms, runtime, side_by_side=False)))
     results = [judged.get(c) or run_probe(c, runtime) for c in every]
 
     targets = [c.target for c in every if c.precision == FP32]
