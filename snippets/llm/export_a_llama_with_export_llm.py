@@ -8,7 +8,8 @@ executorch.extension.llm.export.export_llm``, turns a checkpoint, a
 ``params.json`` and the tokenizer's begin and end ids into a ``.pte``
 delegated to XNNPACK, and ``TextLLMRunner``, which ships in the
 ``executorch`` wheel, generates from it until the model says it is done. The
-three files come from :doc:`train_a_tiny_llama`; for a published model, use
+three files come from :doc:`train_a_tiny_llama`
+(run it first, in the same folder); for a published model, use
 its own.
 """
 
@@ -32,6 +33,7 @@ its own.
 from xnnguide.recipe_checks import shared_files
 
 shared_files.ensure("tiny_llama", "train_a_tiny_llama.py")
+# xnnguide_depends_on = train_a_tiny_llama.py
 # sphinx_gallery_end_ignore
 import json
 import pathlib

@@ -6,7 +6,8 @@ Does the ``.pte`` still model the language, and how fast does it decode? The
 programs of :doc:`export_a_llama_with_export_llm` (fp32, and ``8da4w`` with a
 4-bit embedding) and of :doc:`export_a_llama_from_python` (fp32 without the
 custom SDPA operator) are measured here against the trained model in eager
-PyTorch: perplexity on held-out lines through each program's ``forward``, and
+PyTorch (run :doc:`train_a_tiny_llama` and those two first, in the same
+folder): perplexity on held-out lines through each program's ``forward``, and
 time to first token and decode speed from the runner's own ``Stats``.
 """
 
@@ -23,6 +24,7 @@ from xnnguide.recipe_checks import shared_files
 
 shared_files.ensure("tiny_llama", "train_a_tiny_llama.py", "export_a_llama_with_export_llm.py",
                     "export_a_llama_from_python.py")
+# xnnguide_depends_on = train_a_tiny_llama.py export_a_llama_with_export_llm.py export_a_llama_from_python.py
 # sphinx_gallery_end_ignore
 import json
 import math

@@ -10,7 +10,8 @@ which operators it lacks. A program with a 4-bit embedding
 (``quantization.embedding_quantize``) needs ``executorch.kernels.quantized``
 the same way. This recipe reproduces both in a fresh interpreter with the
 programs of :doc:`export_a_llama_with_export_llm` and
-:doc:`export_a_llama_from_python`.
+:doc:`export_a_llama_from_python` (run :doc:`train_a_tiny_llama` and those
+two first, in the same folder).
 """
 
 # %%
@@ -24,6 +25,7 @@ from xnnguide.recipe_checks import shared_files
 
 shared_files.ensure("tiny_llama", "train_a_tiny_llama.py", "export_a_llama_with_export_llm.py",
                     "export_a_llama_from_python.py")
+# xnnguide_depends_on = train_a_tiny_llama.py export_a_llama_with_export_llm.py export_a_llama_from_python.py
 # sphinx_gallery_end_ignore
 # [start pitfall_custom_ops]
 import subprocess
