@@ -89,12 +89,11 @@ print({name: round(value, 3) for name, value in perplexities.items()})
 # its KV cache and position between calls: ``reset`` starts it over.
 
 # sphinx_gallery_start_ignore
-from executorch.extension.pybindings.portable_lib import _threadpool_get_thread_count
-
 from xnnguide.core import machine_hold
+from xnnguide.recipe_checks import llm_programs
 
 held = machine_hold.pause_other_recipes()  # the other recipes of the build stop while this one times
-timing_threads = _threadpool_get_thread_count()
+timing_threads = llm_programs.thread_pool_size()
 # sphinx_gallery_end_ignore
 from executorch.extension.llm.runner import GenerationConfig, TextLLMRunner
 
