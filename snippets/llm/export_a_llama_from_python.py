@@ -7,7 +7,7 @@ Every option of ``export_llm``'s command line is a field of ``LlmConfig``, and
 way to export from a script or a notebook. This program also leaves out
 ExecuTorch's custom SDPA operator, so the cache update and the attention are
 ordinary operators and the program runs with no extra import. The three
-files come from :doc:`train_a_tiny_llama`.
+files come from :doc:`train_a_tiny_llama` (run it first, in the same folder).
 """
 
 # %%
@@ -22,6 +22,7 @@ files come from :doc:`train_a_tiny_llama`.
 from xnnguide.recipe_checks import shared_files
 
 shared_files.ensure("tiny_llama", "train_a_tiny_llama.py")
+# xnnguide_depends_on = train_a_tiny_llama.py
 # sphinx_gallery_end_ignore
 # [start config]
 import json

@@ -5,9 +5,10 @@ Export a Llama in bf16 for XNNPACK
 ``model.dtype_override=bf16`` makes ``export_llm`` cast the model to bfloat16
 before export. XNNPACK's partitioner takes bf16 operators only when
 ``backend.xnnpack.enable_bf16`` says so: without it, the export succeeds and
-the work it leaves out runs on ExecuTorch's portable kernels instead. This recipe exports the model of :doc:`train_a_tiny_llama`
-both ways, counts the nodes each program delegates, and runs both on
-``TextLLMRunner``.
+the work it leaves out runs on ExecuTorch's portable kernels instead. This
+recipe exports the model of :doc:`train_a_tiny_llama` (run it first, in the
+same folder) both ways, counts the nodes each program delegates, and runs
+both on ``TextLLMRunner``.
 """
 
 # %%
@@ -20,6 +21,7 @@ both ways, counts the nodes each program delegates, and runs both on
 from xnnguide.recipe_checks import shared_files
 
 shared_files.ensure("tiny_llama", "train_a_tiny_llama.py")
+# xnnguide_depends_on = train_a_tiny_llama.py
 # sphinx_gallery_end_ignore
 import json
 import pathlib

@@ -8,7 +8,8 @@ executorch.extension.llm.export.export_llm``, turns a checkpoint, a
 ``params.json`` and the tokenizer's begin and end ids into a ``.pte``
 delegated to XNNPACK, and ``TextLLMRunner``, which ships in the
 ``executorch`` wheel, generates from it until the model says it is done. The
-three files come from :doc:`train_a_tiny_llama`; for a published model, use
+three files come from :doc:`train_a_tiny_llama`
+(run it first, in the same folder); for a published model, use
 its own.
 """
 
@@ -32,6 +33,7 @@ its own.
 from xnnguide.recipe_checks import shared_files
 
 shared_files.ensure("tiny_llama", "train_a_tiny_llama.py")
+# xnnguide_depends_on = train_a_tiny_llama.py
 # sphinx_gallery_end_ignore
 import json
 import pathlib
@@ -110,10 +112,9 @@ for program in ["tiny_llama/tiny_llama_fp32.pte", "tiny_llama/tiny_llama_8da4w.p
 # [end generate]
 
 # sphinx_gallery_start_ignore
-from executorch.runtime import Runtime
-
 from xnnguide.core import facts
 from xnnguide.recipe_checks import commands as typed
+from xnnguide.recipe_checks import llm_programs
 
 # The generate block ran the programs the export wrote, within the exported context; both carry the
 # tokenizer's ids, and generation ended at the end marker, before max_new_tokens.
@@ -122,8 +123,7 @@ prompt_tokens = len(tokenizer.encode("<|bos|>    def ", add_special_tokens=False
 assert prompt_tokens + greedy.max_new_tokens <= CONTEXT, (prompt_tokens, CONTEXT)
 by_name = {name: generated[path] for name, path in programs.items()}
 for name, path in programs.items():
-    loaded = Runtime.get().load_program(path)
-    stored = {key: loaded.load_method(key).execute([]) for key in ids}
+    stored = llm_programs.constant_methods(path, list(ids))
     assert stored == {"get_bos_id": [ids["get_bos_id"]], "get_eos_ids": ids["get_eos_ids"]}
     text, count = by_name[name]
     assert text.endswith("<|eos|>") and count < greedy.max_new_tokens, (name, text, count)

@@ -6,7 +6,8 @@ Does the ``.pte`` still model the language, and how fast does it decode? The
 programs of :doc:`export_a_llama_with_export_llm` (fp32, and ``8da4w`` with a
 4-bit embedding) and of :doc:`export_a_llama_from_python` (fp32 without the
 custom SDPA operator) are measured here against the trained model in eager
-PyTorch: perplexity on held-out lines through each program's ``forward``, and
+PyTorch (run :doc:`train_a_tiny_llama` and those two first, in the same
+folder): perplexity on held-out lines through each program's ``forward``, and
 time to first token and decode speed from the runner's own ``Stats``.
 """
 
@@ -23,6 +24,7 @@ from xnnguide.recipe_checks import shared_files
 
 shared_files.ensure("tiny_llama", "train_a_tiny_llama.py", "export_a_llama_with_export_llm.py",
                     "export_a_llama_from_python.py")
+# xnnguide_depends_on = train_a_tiny_llama.py export_a_llama_with_export_llm.py export_a_llama_from_python.py
 # sphinx_gallery_end_ignore
 import json
 import math
@@ -87,12 +89,11 @@ print({name: round(value, 3) for name, value in perplexities.items()})
 # its KV cache and position between calls: ``reset`` starts it over.
 
 # sphinx_gallery_start_ignore
-from executorch.extension.pybindings.portable_lib import _threadpool_get_thread_count
-
 from xnnguide.core import machine_hold
+from xnnguide.recipe_checks import llm_programs
 
 held = machine_hold.pause_other_recipes()  # the other recipes of the build stop while this one times
-timing_threads = _threadpool_get_thread_count()
+timing_threads = llm_programs.thread_pool_size()
 # sphinx_gallery_end_ignore
 from executorch.extension.llm.runner import GenerationConfig, TextLLMRunner
 

@@ -6,7 +6,8 @@ Troubleshoot: the .pte is not in export.output_dir
 ``export.output_name`` already ends in ``.pte``: then it uses the name as it
 stands, relative to the working directory, and ``export.output_dir`` is
 ignored. This recipe exports the model of :doc:`train_a_tiny_llama` with such
-a name, shows where the file lands, and runs it against the eager model.
+a name (run it and :doc:`export_a_llama_from_python` first, in the same
+folder), shows where the file lands, and runs it against the eager model.
 """
 
 # %%
@@ -17,6 +18,7 @@ a name, shows where the file lands, and runs it against the eager model.
 from xnnguide.recipe_checks import shared_files
 
 shared_files.ensure("tiny_llama", "train_a_tiny_llama.py", "export_a_llama_from_python.py")
+# xnnguide_depends_on = train_a_tiny_llama.py export_a_llama_from_python.py
 # sphinx_gallery_end_ignore
 # [start pitfall_output_name]
 import os

@@ -6,7 +6,8 @@ Troubleshoot: generated text changes from run to run, prompt in front
 the prompt, so ``TextLLMRunner.generate`` returns the prompt followed by text
 that differs on every run. And the runner keeps its KV cache and position
 from one ``generate`` to the next. This recipe shows both with the ``fp32``
-program of :doc:`export_a_llama_with_export_llm`.
+program of :doc:`export_a_llama_with_export_llm` (run
+:doc:`train_a_tiny_llama` and it first, in the same folder).
 """
 
 # %%
@@ -17,6 +18,7 @@ program of :doc:`export_a_llama_with_export_llm`.
 from xnnguide.recipe_checks import shared_files
 
 shared_files.ensure("tiny_llama", "train_a_tiny_llama.py", "export_a_llama_with_export_llm.py")
+# xnnguide_depends_on = train_a_tiny_llama.py export_a_llama_with_export_llm.py
 # sphinx_gallery_end_ignore
 # [start pitfall_generation_defaults]
 import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401

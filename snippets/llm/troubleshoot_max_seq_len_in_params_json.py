@@ -6,7 +6,8 @@ Troubleshoot: ModelArgs() got multiple values for max_seq_len
 from ``export.max_seq_length``. A ``params.json`` that sets it too stops the
 export at once. Run from an empty folder, the failing command also shows
 what Hydra, which parses the exporter's options, leaves behind when it is
-not told where to write.
+not told where to write. The checkpoint and ``params.json`` come from
+:doc:`train_a_tiny_llama` (run it first, in the same folder).
 """
 
 # %%
@@ -17,6 +18,7 @@ not told where to write.
 from xnnguide.recipe_checks import shared_files
 
 shared_files.ensure("tiny_llama", "train_a_tiny_llama.py")
+# xnnguide_depends_on = train_a_tiny_llama.py
 # sphinx_gallery_end_ignore
 # [start pitfall_params]
 import json

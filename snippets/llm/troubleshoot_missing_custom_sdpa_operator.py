@@ -10,7 +10,8 @@ which operators it lacks. A program with a 4-bit embedding
 (``quantization.embedding_quantize``) needs ``executorch.kernels.quantized``
 the same way. This recipe reproduces both in a fresh interpreter with the
 programs of :doc:`export_a_llama_with_export_llm` and
-:doc:`export_a_llama_from_python`.
+:doc:`export_a_llama_from_python` (run :doc:`train_a_tiny_llama` and those
+two first, in the same folder).
 """
 
 # %%
@@ -24,6 +25,7 @@ from xnnguide.recipe_checks import shared_files
 
 shared_files.ensure("tiny_llama", "train_a_tiny_llama.py", "export_a_llama_with_export_llm.py",
                     "export_a_llama_from_python.py")
+# xnnguide_depends_on = train_a_tiny_llama.py export_a_llama_with_export_llm.py export_a_llama_from_python.py
 # sphinx_gallery_end_ignore
 # [start pitfall_custom_ops]
 import subprocess
@@ -53,38 +55,58 @@ print(without_op.returncode)
 # Import the operators' kernels before creating the runner, or export with
 # ``model.use_sdpa_with_kv_cache=false`` and accept a slower decode
 # (:doc:`measure_a_tiny_llama_perplexity_and_speed` measures by how much).
+# This process has not imported them either, so it shows the fix itself:
+# the import, then the program that failed above.
 
-fixed = generate_in_fresh_python(
-    "tiny_llama/tiny_llama_fp32.pte",
-    "import executorch.extension.llm.custom_ops.custom_ops\n",
-)
-print(fixed.returncode)
+import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401, E402
+from executorch.extension.llm.runner import GenerationConfig, TextLLMRunner
+
+
+def generate_here(path):
+    """Greedy text from *path* in this process, or the error that stopped it."""
+    pieces, greedy = [], GenerationConfig(temperature=0.0, echo=False)
+    runner = TextLLMRunner(path, "tiny_llama/tokenizer.json")
+    try:
+        runner.generate("<|bos|>    def ", greedy, token_callback=pieces.append)
+    except RuntimeError as error:
+        return f"{type(error).__name__}: {error}"
+    return "".join(pieces)
+
+
+fixed = generate_here("tiny_llama/tiny_llama_fp32.pte")
+print(repr(fixed))
 
 # %%
 # The ``8da4w`` program's embedding runs on ExecuTorch's quantized kernels,
-# outside XNNPACK: the custom operators are not enough.
+# outside XNNPACK: the custom operators are not enough, until
+# ``executorch.kernels.quantized`` is imported too.
 
-no_embedding_kernel = generate_in_fresh_python(
-    "tiny_llama/tiny_llama_8da4w.pte",
-    "import executorch.extension.llm.custom_ops.custom_ops\n",
-)
-with_both = generate_in_fresh_python(
-    "tiny_llama/tiny_llama_8da4w.pte",
-    "import executorch.extension.llm.custom_ops.custom_ops\n"
-    "import executorch.kernels.quantized\n",
-)
-print(no_embedding_kernel.returncode, with_both.returncode)
+no_embedding_kernel = generate_here("tiny_llama/tiny_llama_8da4w.pte")
+print(no_embedding_kernel)
+# sphinx_gallery_start_ignore
+from xnnguide.recipe_checks import llm_programs
+
+EMBEDDING_KERNEL = "quantized_decomposed::embedding_4bit.out"
+# What the failure lacked: the 4-bit embedding's kernel, which the import below registers.
+assert not llm_programs.kernel_registered(EMBEDDING_KERNEL)
+assert llm_programs.kernel_registered("llama::custom_sdpa.out")
+# sphinx_gallery_end_ignore
+import executorch.kernels.quantized  # noqa: F401, E402
+
+with_both = generate_here("tiny_llama/tiny_llama_8da4w.pte")
+print(repr(with_both))
 
 # sphinx_gallery_start_ignore
 from xnnguide.core import facts
 
-assert without_op.returncode == fixed.returncode == 0, without_op.stderr[-500:]
+assert without_op.returncode == 0, without_op.stderr[-500:]
+assert fixed.endswith("<|eos|>"), fixed
 missing_ops = sorted({line.split()[-1] for line in missing_op.stderr.splitlines()
                       if "Missing operator" in line})
 raised_line = missing_op.stderr.strip().splitlines()[-1]
 assert "llama::custom_sdpa.out" in missing_ops and raised_line == "RuntimeError: Generation failed"
-assert no_embedding_kernel.returncode != 0 and with_both.returncode == 0, with_both.stderr[-500:]
-assert "Missing operator: [1] quantized_decomposed::embedding_4bit" in no_embedding_kernel.stderr
+assert llm_programs.kernel_registered(EMBEDDING_KERNEL)
+assert no_embedding_kernel == raised_line and with_both.endswith("<|eos|>"), (no_embedding_kernel, with_both)
 facts.record("missing_operators", missing_ops, " and ".join(missing_ops))
 facts.record("missing_operator_error", raised_line, raised_line)
 # sphinx_gallery_end_ignore

@@ -7,7 +7,9 @@ without the program, wants the weights apart from the ``.pte``.
 ``export_llm`` writes them to a ``.ptd`` data file when
 ``export.foundation_weights_file`` names one, and ``TextLLMRunner`` loads the
 two together through ``data_path``. The model is that of
-:doc:`train_a_tiny_llama`.
+:doc:`train_a_tiny_llama`, and the single-file program to compare with that
+of :doc:`export_a_llama_with_export_llm` (run both first, in the same
+folder).
 """
 
 # %%
@@ -20,6 +22,7 @@ two together through ``data_path``. The model is that of
 from xnnguide.recipe_checks import shared_files
 
 shared_files.ensure("tiny_llama", "train_a_tiny_llama.py", "export_a_llama_with_export_llm.py")
+# xnnguide_depends_on = train_a_tiny_llama.py export_a_llama_with_export_llm.py
 # sphinx_gallery_end_ignore
 import json
 import pathlib

@@ -67,3 +67,33 @@ def test_the_undefined_name_check_finds_a_name_the_generate_block_lost():
     code, _ = pasted_in_page_order(GUIDE, EXPORT_RECIPE)
     greedy_line = next(line for line in code.splitlines() if line.startswith("greedy = "))
     assert any("'greedy'" in line for line in undefined_names(code.replace(greedy_line, "")))
+
+
+def undeclared_writers(source: Path) -> list[str]:
+    """The recipes whose ``tiny_llama/`` files *source* makes sure of (``shared_files.ensure``) and does not declare
+    with ``# xnnguide_depends_on``."""
+    import re
+
+    from xnnguide.core.recipes import declared_files
+
+    text = source.read_text(encoding="utf-8")
+    ensured = {name for call in re.findall(r"shared_files\.ensure\(([^)]*)\)", text)
+               for name in re.findall(r"[\"']([\w.-]+\.py)[\"']", call)}
+    return sorted(ensured - {path.name for path in declared_files(source)})
+
+
+def test_every_llm_recipe_declares_the_recipes_whose_files_it_reads():
+    # Declared, a writer runs before its readers in their unit of work, and ensure() finds its files made; left
+    # out, the first reader to run makes them again in a subprocess (training the tiny Llama twice per build).
+    readers = [source for source in sorted((ROOT / "snippets" / "llm").glob("*.py"))
+               if "shared_files.ensure(" in source.read_text(encoding="utf-8")]
+    assert len(readers) >= 9, readers
+    assert {source.name: undeclared_writers(source) for source in readers
+            if undeclared_writers(source)} == {}
+
+
+def test_the_declaration_check_finds_a_writer_left_out(tmp_path):
+    reader = tmp_path / "reader.py"
+    reader.write_text('shared_files.ensure("tiny_llama", "train_a_tiny_llama.py", "export_a.py")\n'
+                      "# xnnguide_depends_on = train_a_tiny_llama.py\n", encoding="utf-8")
+    assert undeclared_writers(reader) == ["export_a.py"]
