@@ -12,7 +12,6 @@ from conftest import ROOT, pasted_in_page_order
 from xnnguide.core.reader_copy import ReaderCodeError, reader_lines, reader_source
 from xnnguide.core.regions import read_regions
 from xnnguide.doccheck.reader_code import (
-    HIDDEN_IMPORTS_NOT_MOVED_YET,
     PRIVATE_ALLOWED,
     WALKED_THROUGH,
     check,
@@ -244,27 +243,6 @@ def test_a_name_a_hidden_block_binds_and_reader_code_reads_later_is_reported(tmp
     first = text.splitlines().index("# sphinx_gallery_start_ignore") + 2
     assert problems == [f"{tmp_path / 'rebound.py'}:{line}: reader code: reads 'model', last bound by the hidden "
                         f"block at lines {first}-{first + 4}: the reader's run would differ from the build's"]
-
-
-def test_the_hidden_imports_not_moved_yet_still_occur():
-    # The list only shrinks: an entry whose import has gone (moved, or its recipe split) must leave the list.
-    stale = []
-    for recipe_name, module in sorted(HIDDEN_IMPORTS_NOT_MOVED_YET):
-        path = ROOT / recipe_name
-        text = path.read_text(encoding="utf-8") if path.is_file() else ""
-        if not any(module in text[start:end] for start, end in _hidden_spans(text)):
-            stale.append((recipe_name, module))
-    assert not stale, f"take these off HIDDEN_IMPORTS_NOT_MOVED_YET: {stale}"
-
-
-def _hidden_spans(text: str) -> list[tuple[int, int]]:
-    spans, start = [], None
-    for marker in __import__("re").finditer(r"# sphinx_gallery_(start|end)_ignore", text):
-        if marker.group(1) == "start":
-            start = marker.end()
-        elif start is not None:
-            spans.append((start, marker.start()))
-    return spans
 
 
 # ---------------------------------------------------------------- walk-throughs: the build's run is the reader's

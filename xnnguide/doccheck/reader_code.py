@@ -56,13 +56,6 @@ PRIVATE_ALLOWED = {
     "executorch.extension.pybindings.portable_lib._threadpool_get_thread_count":
         "the read-back of _unsafe_reset_threadpool, beside it in the same module; no public getter in 1.5.1",
 }
-#: Hidden imports of modules the reader's code does not import, found when the rule came (issue 51) and not moved
-#: yet: (recipe, module). The list only shrinks (tests/static/test_reader_code.py checks each entry still occurs).
-HIDDEN_IMPORTS_NOT_MOVED_YET = {
-    ("snippets/llm/export_a_llama_with_export_llm.py", "executorch.runtime"),
-    ("snippets/llm/export_char_llm_with_kv_cache.py", "torchao.quantization.utils"),
-    ("snippets/llm/measure_a_tiny_llama_perplexity_and_speed.py", "executorch.extension.pybindings.portable_lib"),
-}
 #: The site's own package, which hidden blocks may import (what they record and assert with).
 _SITE_PREFIX = PACKAGE + "."
 
@@ -180,7 +173,7 @@ def hidden_block_problems(text: str, shown: str, visible_tree: ast.Module, kept:
                 for module in modules:
                     root = module.split(".")[0]
                     if not (module == PACKAGE or module.startswith(_SITE_PREFIX) or root in sys.stdlib_module_names
-                            or module in visible_modules or (shown, module) in HIDDEN_IMPORTS_NOT_MOVED_YET):
+                            or module in visible_modules):
                         problems.append(f"{shown}:{node.lineno}: reader code: a hidden block imports {module}, "
                                         "which the reader's code does not: an import can change what the run "
                                         "does (registered operators, loaded kernels); import it visibly or "
