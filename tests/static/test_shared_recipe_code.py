@@ -65,7 +65,7 @@ def test_a_recipe_calibrates_batch_norm_with_the_model_zoos_function(recipe):
 
 #: Functions that several recipes write out in full, with no copy in the site's package to follow: wherever a
 #: recipe defines one, it is one code (a timing recipe's trace reads what its profiling sibling's does).
-BETWEEN_RECIPES = ["xnnpack_operators"]
+BETWEEN_RECIPES = ["xnnpack_operators", "cpp_region"]
 
 
 @pytest.mark.parametrize("name", BETWEEN_RECIPES)
