@@ -247,8 +247,8 @@ for name, archive_flags in (
 # xnnguide_depends_on = cpp_runner/static_backend/registering_backend.cpp cpp_runner/static_backend/list_backends.cpp
 plain = subprocess.run([str(build_dir / "list_backends_plain")], capture_output=True, text=True).stdout
 whole = subprocess.run([str(build_dir / "list_backends_whole")], capture_output=True, text=True).stdout
-assert plain.splitlines() == ["0 backend(s) registered"], plain
-assert whole.splitlines() == ["StandInBackend", "1 backend(s) registered"], whole
+assert plain.splitlines() == ["registered backends: 0"], plain
+assert whole.splitlines() == ["StandInBackend", "registered backends: 1"], whole
 facts.record("plain_archive_backends", plain.splitlines()[-1])
 facts.record("whole_archive_backends", " / ".join(whole.splitlines()))
 # sphinx_gallery_end_ignore

@@ -11,6 +11,6 @@ int main() {
     auto name = executorch::runtime::get_backend_name(i);
     std::cout << (name.ok() ? *name : "?") << "\n";
   }
-  std::cout << count << " backend(s) registered\n";
+  std::cout << "registered backends: " << count << "\n";
   return 0;
 }
