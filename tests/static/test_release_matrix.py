@@ -37,7 +37,8 @@ def test_each_combination_has_records(every: dict[str, dict[str, dict]]) -> None
     assert all(every.values()), f"combinations without a record: {[name for name, got in every.items() if not got]}"
 
 
-def _sentence_for_changed_recipe(tmp_path: Path, every: dict[str, dict[str, dict]], recipe: Path) -> str:
+def _sentence_for_changed_recipe(tmp_path: Path, every: dict[str, dict[str, dict]], recipe: Path,
+                                 sentence=matrix.works_on) -> str:
     """The "works on" sentence of *recipe* in a copy of the checkout where its source changed by one line."""
     copy = tmp_path / "top"
     shutil.copytree(TOP / "snippets", copy / "snippets")
@@ -45,16 +46,17 @@ def _sentence_for_changed_recipe(tmp_path: Path, every: dict[str, dict[str, dict
     shutil.copy(TOP / "requirements.txt", copy / "requirements.txt")
     changed = copy / recipe.relative_to(TOP)
     changed.write_text(changed.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
-    return matrix.works_on(copy, recipe.stem, every) or ""
+    return sentence(copy, recipe.stem, every) or ""
 
 
 def test_a_changed_recipe_is_never_shown_as_passing(tmp_path: Path, every: dict[str, dict[str, dict]]) -> None:
     passing = [source for source in recipe_files(TOP / "snippets")
                if any(matrix.verdict(records.get(source.stem), source) == "passed" for records in every.values())]
     assert passing, "no recipe has a current pass on any combination"
-    sentence = _sentence_for_changed_recipe(tmp_path, every, passing[0])
-    assert "Passed on" not in sentence, sentence
-    assert "Not re-run since the recipe changed" in sentence, sentence
+    for form in (matrix.works_on, matrix.works_on_brief):
+        sentence = _sentence_for_changed_recipe(tmp_path / form.__name__, every, passing[0], form)
+        assert "Passed on" not in sentence, sentence
+        assert "Not re-run since the recipe changed" in sentence, sentence
 
 
 def test_pages_claim_only_releases_the_records_back(every: dict[str, dict[str, dict]]) -> None:
@@ -136,6 +138,22 @@ def test_an_api_an_older_release_lacks_is_named_with_the_release_that_added_it()
         in sentence, sentence
     assert sentence.endswith("Needs executorch ≥ 1.5.0."), sentence
     assert "Not run yet: executorch 1.5.1, torch 2.15.0" in sentence, sentence
+
+
+def test_a_later_stamp_counts_the_passes_and_names_each_failed_release_without_its_cause() -> None:
+    source = recipe_files(TOP / "snippets")[0]
+    failed = dict(exception="RuntimeError", message="boom", last_frame="x.py:1 in f")
+    every = {"pinned": {source.stem: _record("pinned", source, "passed", "1.5.1")},
+             "executorch-1.5.0": {source.stem: _record("executorch-1.5.0", source, "passed", "1.5.0")},
+             "executorch-1.4.1": {source.stem: _record("executorch-1.4.1", source, "failed", "1.4.1", **failed)},
+             "torch-2.15.0": {}}
+    brief = matrix.works_on_brief(TOP, source.stem, every)
+    assert brief == ("Passed on 2 of 4 releases. Failed on executorch 1.4.1, torch 2.13.0. "
+                     "Not run yet: executorch 1.5.1, torch 2.15.0."), brief
+    assert "boom" in matrix.works_on(TOP, source.stem, every)
+    every["executorch-1.4.1"][source.stem] = _record("executorch-1.4.1", source, "passed", "1.4.1")
+    every["torch-2.15.0"][source.stem] = _record("torch-2.15.0", source, "passed", "1.5.1")
+    assert matrix.works_on_brief(TOP, source.stem, every) == "Passed on all 4 releases."
 
 
 def test_a_cause_names_the_failed_program_and_no_path_of_the_machine_that_ran_it() -> None:

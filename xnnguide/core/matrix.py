@@ -261,9 +261,9 @@ def needs(recipe: str, every: dict[str, dict[str, dict[str, Any]]]) -> str | Non
     return max(found, key=lambda each: version_key(each.split()[-1])) if found else None
 
 
-def works_on(top: Path, recipe: str, every: dict[str, dict[str, dict[str, Any]]]) -> str | None:
-    """The "works on" sentence of *recipe*, from the records *every* (:func:`records`); ``None`` for a build step,
-    which the matrix does not run."""
+def _outcomes(top: Path, recipe: str, every: dict[str, dict[str, dict[str, Any]]]
+              ) -> tuple[dict[str, list[str]], list[tuple[str, str]]] | None:
+    """The combinations' labels by verdict, and the failed ones with their causes; ``None`` for a build step."""
     source = find_recipe(top / "snippets", recipe)
     if not source.is_file():
         return None
@@ -274,18 +274,49 @@ def works_on(top: Path, recipe: str, every: dict[str, dict[str, dict[str, Any]]]
         found = verdict(record, source)
         label = combination_releases(top, name)
         if found == "failed":
-            failures.append(f"{label} ({cause(record, every)})")
+            failures.append((label, cause(record, every)))
         else:
             groups.setdefault(found, []).append(label)
+    return groups, failures
+
+
+def _sentence(parts: list[str], recipe: str, every: dict[str, dict[str, dict[str, Any]]]) -> str:
+    parts = [part[0].upper() + part[1:] for part in parts]
+    need = needs(recipe, every)
+    return ". ".join(parts) + "." + (f" Needs {need.replace(' ', ' ≥ ', 1)}." if need else "")
+
+
+def works_on(top: Path, recipe: str, every: dict[str, dict[str, dict[str, Any]]]) -> str | None:
+    """The "works on" sentence of *recipe*, from the records *every* (:func:`records`); ``None`` for a build step,
+    which the matrix does not run."""
+    found = _outcomes(top, recipe, every)
+    if found is None:
+        return None
+    groups, failures = found
     parts = []
     if groups.get("passed"):
         parts.append("passed on " + "; ".join(groups.pop("passed")))
     if failures:
-        parts.append("failed on " + "; ".join(failures))
+        parts.append("failed on " + "; ".join(f"{label} ({why})" for label, why in failures))
     parts += [f"{VERDICTS[outcome]}: {'; '.join(labels)}" for outcome, labels in groups.items()]
-    parts = [part[0].upper() + part[1:] for part in parts]
-    need = needs(recipe, every)
-    return ". ".join(parts) + "." + (f" Needs {need.replace(' ', ' ≥ ', 1)}." if need else "")
+    return _sentence(parts, recipe, every)
+
+
+def works_on_brief(top: Path, recipe: str, every: dict[str, dict[str, dict[str, Any]]]) -> str | None:
+    """The short form of :func:`works_on` for a page's later stamps: how many releases passed, and which failed or
+    were not re-run, without the causes (the recipe's own page, and the first stamp of a page, give them)."""
+    found = _outcomes(top, recipe, every)
+    if found is None:
+        return None
+    groups, failures = found
+    total = sum(map(len, groups.values())) + len(failures)
+    passed = len(groups.pop("passed", []))
+    parts = ([f"passed on all {total} releases" if passed == total else f"passed on {passed} of {total} releases"]
+             if passed else [])
+    if failures:
+        parts.append("failed on " + "; ".join(label for label, _ in failures))
+    parts += [f"{VERDICTS[outcome]}: {'; '.join(labels)}" for outcome, labels in groups.items()]
+    return _sentence(parts, recipe, every)
 
 
 def matrix_tables(top: Path, every: dict[str, dict[str, dict[str, Any]]]

@@ -223,7 +223,7 @@ def verified_stamp(self: SphinxDirective) -> list[nodes.Node]:
         link = _link(self, _recipe_page(record))
         if link is None:  # a build step's: it has no page to point to, and the full stamp above said the rest
             return []
-        return [*_stamp(["xnnguide-stamp-small"], nodes.Text("Verified: "), link), *_works_on(self, recipe)]
+        return [*_stamp(["xnnguide-stamp-small"], nodes.Text("Verified: "), link), *_works_on(self, recipe, brief=True)]
     env = record["environment"]
     versions = ", ".join(f"{name} {version}" for name, version in env["versions"].items())
     where = (f" on {record['finished'][:10]} with {versions}, Python {env['python']}, "
@@ -243,9 +243,10 @@ def verified_stamp(self: SphinxDirective) -> list[nodes.Node]:
 RELEASES_PAGE = "/reference/releases"
 
 
-def _works_on(self: SphinxDirective, recipe: str) -> list[nodes.Node]:
-    """The "works on" line of *recipe* (:func:`.works_on.works_on`), linking to the Releases page."""
-    text = works_on.works_on(self.env, recipe)
+def _works_on(self: SphinxDirective, recipe: str, brief: bool = False) -> list[nodes.Node]:
+    """The "works on" line of *recipe* (:func:`.works_on.works_on`; *brief* for a page's later stamps), linking to
+    the Releases page."""
+    text = works_on.works_on(self.env, recipe, brief)
     if text is None:
         return []
     paragraph = nodes.paragraph("", "", nodes.strong(text="Works on: "), nodes.Text(text + " "),
