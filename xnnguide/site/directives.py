@@ -188,13 +188,13 @@ def _recipe_page(record: dict[str, Any]) -> str | None:
 
 
 def _what_ran(self: SphinxDirective, record: dict[str, Any]) -> list[nodes.Node]:
-    """How a stamp names what ran: the recipe's page by its title, "this recipe" on that page itself, or "a step
-    of this site's build"."""
+    """How a stamp names what ran: the recipe's page by its title, "this recipe" on that page itself, or "a script
+    that generates this page" (a build step, which has no page)."""
     page = _recipe_page(record)
     if page is not None and page.lstrip("/") == self.env.docname:
         return [nodes.Text("this recipe")]
     link = _link(self, page)
-    return [nodes.Text("the recipe "), link] if link is not None else [nodes.Text("a step of this site's build")]
+    return [nodes.Text("the recipe "), link] if link is not None else [nodes.Text("a script that generates this page")]
 
 
 def _stamp(classes: list[str], *parts: nodes.Node) -> list[nodes.Node]:
