@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from xnnguide.recipe_checks import python_runtime
+
 
 def kernel_registered(operator: str) -> bool:
     """Whether the runtime of this process has a kernel for *operator* (``namespace::name.overload``)."""
@@ -27,7 +29,6 @@ def constant_methods(program: str | os.PathLike[str], names: list[str]) -> dict[
 
 
 def thread_pool_size() -> int:
-    """The number of threads of the runtime's thread pool, the one XNNPACK runs on."""
-    from executorch.extension.pybindings import portable_lib
-
-    return portable_lib._threadpool_get_thread_count()
+    """The number of threads of the runtime's thread pool, the one XNNPACK runs on
+    (:func:`.python_runtime.pool_threads`, which the C++ recipes read it with)."""
+    return python_runtime.pool_threads()
