@@ -10,9 +10,10 @@ import time
 import types
 
 import pytest
+from docutils import nodes
 
 from xnnguide.core import facts, machine_load, timings
-from xnnguide.site.timing_sources import bare_timing, conflicts, disagreements, one_busy_note
+from xnnguide.site.timing_sources import bare_timing, conditions_once, conflicts, disagreements, one_busy_note
 
 pytestmark = pytest.mark.static
 
@@ -217,3 +218,22 @@ def test_a_busy_table_says_its_note_once_and_marks_each_timing():
     assert one_busy_note(rows, IDLE_MACHINE) == (rows, "")
     assert one_busy_note([["0.81 ms"]], BUSY) == ([["0.81 ms"]], "")
     assert one_busy_note(rows, None) == (rows, "")
+
+
+def test_a_paragraph_says_the_conditions_of_its_timings_once_after_the_last():
+    # Issue 49's judge read "18.27 ms (batch 1, 1 thread) per image; the .pte: 7.17 ms (batch 1, 1 thread)".
+    def quoted(text: str) -> nodes.literal:
+        return nodes.literal(text, text, classes=["xnnguide-fact"])
+
+    busy = f"batch 1, 2 threads; {timings.busy_note(BUSY)}"
+    paragraph = nodes.paragraph("", "", nodes.Text("Eager: "), quoted("18.27 ms (batch 1, 1 thread)"),
+                                nodes.Text("; the .pte: "), quoted("7.17 ms (batch 1, 1 thread)"), nodes.Text(". "),
+                                quoted(f"0.81 ms ({busy})"), nodes.Text(" and "), quoted(f"0.52 ms ({busy})"),
+                                nodes.Text(", at "), quoted("4 ms (batch 8, 1 thread)"), nodes.Text("; "),
+                                quoted("3 of 4 (2 passed)"), nodes.Text(", "), quoted("1 of 4 (2 passed)"))
+    alone = nodes.paragraph("", "", quoted("2.55× (batch 1, 1 thread)"))
+    conditions_once(nodes.section("", paragraph, alone))
+    assert paragraph.astext() == ("Eager: 18.27 ms; the .pte: 7.17 ms (batch 1, 1 thread). "
+                                  f"0.81 ms and 0.52 ms ({busy}), at 4 ms (batch 8, 1 thread); "
+                                  "3 of 4 (2 passed), 1 of 4 (2 passed)")
+    assert alone.astext() == "2.55× (batch 1, 1 thread)"  # another paragraph says them again

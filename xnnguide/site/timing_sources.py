@@ -5,13 +5,16 @@ its line. Timings (with their threads and batch) and named quantities (``facts.r
 ``facts.name_cells``) are kept in the build environment by page; once every page is read,
 :func:`_check_one_source` warns where two recipes time one subject under the same conditions (:func:`conflicts`)
 or pages show one quantity with two values (:func:`disagreements`). A table of timings from a busy window says
-its load note once, under the table (:func:`one_busy_note`).
+its load note once, under the table (:func:`one_busy_note`); a paragraph that quotes timings under one set of
+conditions says them once, after the last (:func:`conditions_once`).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
@@ -57,6 +60,28 @@ def one_busy_note(rows: list[list[str]], load: dict | None) -> tuple[list[list[s
     if shown == [[str(cell) for cell in row] for row in rows]:
         return rows, ""
     return shown, f"{BUSY_MARK} Timed on a busy machine: {note.removeprefix('timed on a busy machine: ')}."
+
+
+#: The conditions :mod:`xnnguide.core.timings` puts after a timing: ``" (batch 1, 2 threads)"``, perhaps with a busy
+#: note after a ``;``, or the busy note alone.
+_CONDITIONS = re.compile(r" \((?:(?:batch \d+(?:, \d+ threads?)?|\d+ threads?)(?:; [^()]*)?"
+                         r"|timed on a busy machine: [^()]*)\)$")
+
+
+def conditions_once(doctree: nodes.Node) -> None:
+    """Where one paragraph quotes several timings with the same conditions ("18.27 ms (batch 1, 1 thread) ... 7.17 ms
+    (batch 1, 1 thread)"), keep them on the last only: the reader reads them once, for the whole sentence."""
+    for paragraph in doctree.findall(nodes.paragraph):
+        quoted: dict[str, list[nodes.literal]] = {}
+        for literal in paragraph.findall(nodes.literal):
+            said = _CONDITIONS.search(literal.astext()) if "xnnguide-fact" in literal["classes"] else None
+            if said:
+                quoted.setdefault(said[0], []).append(literal)
+        for said, literals in quoted.items():
+            for literal in literals[:-1]:
+                text = literal.astext().removesuffix(said)
+                literal.clear()
+                literal += nodes.Text(text)
 
 
 def note(element: SphinxRole | SphinxDirective, recipe: str, key: str, fact: dict[str, Any]) -> None:
@@ -128,3 +153,4 @@ def register(app: Sphinx) -> None:
     app.connect("env-purge-doc", _purge)
     app.connect("env-merge-info", _merge)
     app.connect("env-check-consistency", _check_one_source)
+    app.connect("doctree-read", lambda app, doctree: conditions_once(doctree))
