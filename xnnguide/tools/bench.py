@@ -26,6 +26,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import psutil
 
@@ -41,24 +43,28 @@ GB = 1e9
 def watch(process: psutil.Popen, interval: float = 0.25) -> tuple[int, int, int]:
     """Wait for *process*, sampling the memory of it and all its descendants every *interval* seconds.
 
-    Returns the peak sum of RSS, the number of processes at that peak, and the
-    peak sum of PSS. Processes that end between two looks count 0.
+    Returns the peak sum of RSS, the number of processes at that peak, and the highest sum of PSS seen at a
+    new RSS peak. Processes that end between two looks count 0. PSS is read (from smaps, which costs a
+    sizeable share of a core over a build full of large processes) only when the RSS sum reaches a new
+    peak: the sampler should not slow the build it measures.
     """
     peak_rss = peak_pss = peak_processes = 0
     while process.poll() is None:
-        rss = pss = 0
         processes = [process, *process.children(recursive=True)]
-        for each in processes:
-            try:
-                memory = each.memory_full_info()  # on Linux it carries PSS (smaps)
-            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-                continue
-            rss, pss = rss + memory.rss, pss + memory.pss
+        rss = sum(_memory(each, "memory_info").rss for each in processes)
         if rss > peak_rss:
             peak_rss, peak_processes = rss, len(processes)
-        peak_pss = max(peak_pss, pss)
+            peak_pss = max(peak_pss, sum(_memory(each, "memory_full_info").pss for each in processes))
         time.sleep(interval)
     return peak_rss, peak_processes, peak_pss
+
+
+def _memory(process: psutil.Process, reading: str) -> Any:
+    """``process.<reading>()``, or zeros once the process is gone (on Linux ``memory_full_info`` carries PSS)."""
+    try:
+        return getattr(process, reading)()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return SimpleNamespace(rss=0, pss=0)
 
 
 def _make(make: list[str], target: str) -> tuple[float, tuple[int, int, int]]:
