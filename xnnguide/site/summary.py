@@ -56,7 +56,8 @@ def problems(app: Sphinx) -> list[str]:
         # A one-recipe build (xnnguide.site.build) answers for its recipe; the pages' build for every failed run.
         only = getattr(app.config, "xnnguide_recipe", "")
         lines += [str(problem) for problem in check_recipes(snippets, gallery, Path.cwd())
-                  if (problem.path.stem == only if only else _status(gallery, problem.path.stem) == "failed")]
+                  if (problem.path.stem == only if only
+                      else (load_run_record(gallery, problem.path.stem) or {}).get("status") == "failed")]
         if not only:
             lines += [str(problem) for problem in check_build_steps(Path(app.srcdir), gallery, Path.cwd())]
     for docname in sorted(_lost(app.env)):
@@ -65,10 +66,6 @@ def problems(app: Sphinx) -> list[str]:
                          "fix the path or the ':start-after:'/':end-before:' marker (the whole line, e.g. "
                          "\"# [start lower]\")")
     return lines
-
-
-def _status(gallery: Path, name: str) -> str | None:
-    return (load_run_record(gallery, name) or {}).get("status")
 
 
 def _summarise(app: Sphinx, exception: Exception | None) -> None:
