@@ -316,7 +316,6 @@ def _warn_doubled_stops(app: Sphinx, doctree: nodes.document) -> None:
 
 
 def register(app: Sphinx) -> None:
-    """Add the roles and directives (called by :func:`xnnguide.site.setup`)."""
     app.add_role("fact", FactRole())
     app.add_role("quoted-error", QuotedErrorRole())
     app.add_directive("fact-table", _directive(fact_table, caption=unchanged))

@@ -105,7 +105,5 @@ def _finish_downloads(app: Sphinx, exception: Exception | None) -> None:
 
 
 def register(app: Sphinx) -> None:
-    """Finish every gallery page as it is read, and every download once it is written (called by
-    :func:`xnnguide.site.setup`)."""
     app.connect("source-read", finish_gallery_page)
     app.connect("build-finished", _finish_downloads)

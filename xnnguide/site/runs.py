@@ -120,8 +120,6 @@ def write_record(gallery: Path, source: Path, seconds: float, pid: int, **fields
 
 
 def register(app: Sphinx) -> None:
-    """Add the gallery's folder and the default budgets to the configuration (called by
-    :func:`xnnguide.site.setup`)."""
     app.add_config_value("xnnguide_gallery_dir", "gallery", "env")
     app.add_config_value("xnnguide_default_budget_seconds", DEFAULT_BUDGET_SECONDS, "")
     app.add_config_value("xnnguide_default_budget_gb", DEFAULT_BUDGET_GB, "")

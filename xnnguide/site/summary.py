@@ -76,7 +76,6 @@ def _summarise(app: Sphinx, exception: Exception | None) -> None:
 
 
 def register(app: Sphinx) -> None:
-    """Track lost includes and print the summary (called by :func:`xnnguide.site.setup`)."""
     app.add_directive("literalinclude", TrackedLiteralInclude, override=True)
     app.connect("env-purge-doc", _purge)
     app.connect("env-merge-info", _merge)
