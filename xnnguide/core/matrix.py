@@ -70,7 +70,6 @@ class Combination:
 
 
 def combinations_file(top: Path) -> Path:
-    """Where the checkout *top* declares its release combinations: ``releases/combinations.toml``."""
     return top / RELEASES / COMBINATIONS
 
 
@@ -101,7 +100,6 @@ def combinations(top: Path) -> dict[str, Combination]:
 
 
 def combination(top: Path, name: str) -> Combination:
-    """The combination called *name*; an unknown name is a :class:`MatrixError` listing the known ones."""
     known = combinations(top)
     if name not in known:
         raise MatrixError(f"unknown combination {name!r}; {RELEASES}/{COMBINATIONS} declares: {', '.join(known)}")
@@ -202,7 +200,7 @@ def added_in(record: dict[str, Any], all_records: dict[str, dict[str, dict[str, 
                         seen[version] = bool(present)
     ordered = sorted(seen, key=version_key)
     first = next((index for index, version in enumerate(ordered) if seen[version]), None)
-    if first is None or first == 0 or any(seen[version] for version in ordered[:first]):
+    if not first:  # no release has it, or the oldest one probed already has it
         return None
     return f"{package} {ordered[first].split('+')[0]}"
 
