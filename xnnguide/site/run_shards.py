@@ -57,7 +57,7 @@ def _claim(claims: Path | None, number: int) -> bool:
     if claims is None:
         return True
     try:
-        os.close(os.open(claims / str(number), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        (claims / str(number)).touch(exist_ok=False)
     except FileExistsError:
         return False
     return True
