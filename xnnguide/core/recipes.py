@@ -65,8 +65,8 @@ def imports_torch(source: str | os.PathLike[str]) -> bool:
 def helper_modules(source: str | os.PathLike[str]) -> list[Path]:
     """The files of this repository's ``xnnguide`` modules that a recipe imports."""
     package = Path(__file__).resolve().parents[1]
-    names = imported_names(source)
-    candidates = [package.joinpath(*name.split(".")[1:]) for name in names if name.split(".")[0] == package.name]
+    candidates = [package.joinpath(*name.split(".")[1:]) for name in imported_names(source)
+                  if name.split(".")[0] == package.name]
     return sorted({path for candidate in candidates for path in (candidate.with_suffix(".py"),
                    candidate / "__init__.py", package / "__init__.py") if path.is_file()})
 
@@ -182,7 +182,6 @@ BUILD_STEPS = "build_steps"
 
 
 def is_build_step(source: Path) -> bool:
-    """Whether *source* is a build step (in ``docs/build_steps/``), not a recipe."""
     return source.parent.name == BUILD_STEPS
 
 

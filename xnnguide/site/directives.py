@@ -141,7 +141,6 @@ def fact_block(self: SphinxDirective) -> list[nodes.Node]:
 
 
 def _run_record(directive: SphinxDirective, recipe: str) -> dict[str, Any] | None:
-    """The last run record of *recipe*; the page is read again when it changes."""
     directive.env.note_dependency(str(records_dir(gallery_dir(directive.env)) / "runs" / f"{recipe}.json"))
     return load_run_record(gallery_dir(directive.env), recipe)  # type: ignore[return-value]
 

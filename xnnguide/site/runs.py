@@ -96,7 +96,6 @@ def recipe_hook(gallery_conf: dict[str, Any], fname: str | None, when: str) -> N
 
 
 def add_to_record(gallery: Path, name: str, **fields: Any) -> None:
-    """Add *fields* to the run record of the recipe *name*, if it has one."""
     record = load_run_record(gallery, name)
     if record is not None:
         write_run_record(records_dir(gallery), {**record, **fields})  # type: ignore[typeddict-item]

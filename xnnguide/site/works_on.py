@@ -42,7 +42,6 @@ def works_on(env: Any, recipe: str, brief: bool = False) -> str | None:
 
 
 def matrix_tables(env: Any) -> list[tuple[list[str], list[list[str]], str, str]]:
-    """The Releases page's tables (:func:`xnnguide.core.matrix.matrix_tables`)."""
     for source in recipe_files(_top(env) / "snippets"):
         _note(env, source.stem)
     return matrix.matrix_tables(_top(env), _all_records(env))
