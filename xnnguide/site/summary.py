@@ -70,9 +70,8 @@ def problems(app: Sphinx) -> list[str]:
                       else (load_run_record(gallery, problem.path.stem) or {}).get("status") == "failed")]
         if not only:
             lines += [str(problem) for problem in check_build_steps(Path(app.srcdir), gallery, Path.cwd())]
-    lost = kept_by_page(app.env, _KEY)
-    for docname in sorted(lost):
-        for source, line, message in lost[docname]:
+    for _docname, lost in sorted(kept_by_page(app.env, _KEY).items()):
+        for source, line, message in lost:
             lines.append(f"{display(source)}:{line}: include: the page lost an included block: {message} — "
                          "fix the path or the ':start-after:'/':end-before:' marker (the whole line, e.g. "
                          "\"# [start lower]\")")
