@@ -38,7 +38,7 @@ def test_each_combination_has_records(every: dict[str, dict[str, dict]]) -> None
 
 
 def _sentence_for_changed_recipe(tmp_path: Path, every: dict[str, dict[str, dict]], recipe: Path,
-                                 sentence=matrix.works_on) -> str:
+                                 brief: bool = False) -> str:
     """The "works on" sentence of *recipe* in a copy of the checkout where its source changed by one line."""
     copy = tmp_path / "top"
     shutil.copytree(TOP / "snippets", copy / "snippets")
@@ -46,15 +46,15 @@ def _sentence_for_changed_recipe(tmp_path: Path, every: dict[str, dict[str, dict
     shutil.copy(TOP / "requirements.txt", copy / "requirements.txt")
     changed = copy / recipe.relative_to(TOP)
     changed.write_text(changed.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
-    return sentence(copy, recipe.stem, every) or ""
+    return matrix.works_on(copy, recipe.stem, every, brief) or ""
 
 
 def test_a_changed_recipe_is_never_shown_as_passing(tmp_path: Path, every: dict[str, dict[str, dict]]) -> None:
     passing = [source for source in recipe_files(TOP / "snippets")
                if any(matrix.verdict(records.get(source.stem), source) == "passed" for records in every.values())]
     assert passing, "no recipe has a current pass on any combination"
-    for form in (matrix.works_on, matrix.works_on_brief):
-        sentence = _sentence_for_changed_recipe(tmp_path / form.__name__, every, passing[0], form)
+    for brief in (False, True):
+        sentence = _sentence_for_changed_recipe(tmp_path / f"brief-{brief}", every, passing[0], brief)
         assert "Passed on" not in sentence, sentence
         assert "Not re-run since the recipe changed" in sentence, sentence
 
@@ -147,13 +147,13 @@ def test_a_later_stamp_counts_the_passes_and_names_each_failed_release_without_i
              "executorch-1.5.0": {source.stem: _record("executorch-1.5.0", source, "passed", "1.5.0")},
              "executorch-1.4.1": {source.stem: _record("executorch-1.4.1", source, "failed", "1.4.1", **failed)},
              "torch-2.15.0": {}}
-    brief = matrix.works_on_brief(TOP, source.stem, every)
+    brief = matrix.works_on(TOP, source.stem, every, brief=True)
     assert brief == ("Passed on 2 of 4 releases. Failed on executorch 1.4.1, torch 2.13.0. "
                      "Not run yet: executorch 1.5.1, torch 2.15.0."), brief
     assert "boom" in matrix.works_on(TOP, source.stem, every)
     every["executorch-1.4.1"][source.stem] = _record("executorch-1.4.1", source, "passed", "1.4.1")
     every["torch-2.15.0"][source.stem] = _record("torch-2.15.0", source, "passed", "1.5.1")
-    assert matrix.works_on_brief(TOP, source.stem, every) == "Passed on all 4 releases."
+    assert matrix.works_on(TOP, source.stem, every, brief=True) == "Passed on all 4 releases."
 
 
 def test_a_cause_names_the_failed_program_and_no_path_of_the_machine_that_ran_it() -> None:

@@ -1,5 +1,4 @@
-"""What a recipe ran with: package versions and the CPU, which every verified stamp shows.
-"""
+"""What a recipe ran with: package versions and the CPU, which every verified stamp shows."""
 
 from __future__ import annotations
 

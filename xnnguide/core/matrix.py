@@ -70,7 +70,6 @@ class Combination:
 
 
 def combinations_file(top: Path) -> Path:
-    """Where the checkout *top* declares its release combinations: ``releases/combinations.toml``."""
     return top / RELEASES / COMBINATIONS
 
 
@@ -101,7 +100,6 @@ def combinations(top: Path) -> dict[str, Combination]:
 
 
 def combination(top: Path, name: str) -> Combination:
-    """The combination called *name*; an unknown name is a :class:`MatrixError` listing the known ones."""
     known = combinations(top)
     if name not in known:
         raise MatrixError(f"unknown combination {name!r}; {RELEASES}/{COMBINATIONS} declares: {', '.join(known)}")
@@ -133,31 +131,26 @@ def records_folder(top: Path, name: str) -> Path:
     return top / RELEASES / RECORDS / name
 
 
-def check_record(record: Any, where: str) -> dict[str, Any]:
-    """*record* if it has the schema of :data:`RECORD_FIELDS`; else a :class:`MatrixError` naming *where*."""
-    if not isinstance(record, dict):
-        raise MatrixError(f"{where}: not a matrix record (a JSON object)")
-    if record.get("schema") != SCHEMA:
-        raise MatrixError(f"{where}: schema {record.get('schema')!r}; this checkout reads schema {SCHEMA}")
-    for field, types in RECORD_FIELDS.items():
-        if field not in record:
-            raise MatrixError(f"{where}: no field {field!r}")
-        if not isinstance(record[field], types) or isinstance(record[field], bool):
-            raise MatrixError(f"{where}: field {field!r} is {type(record[field]).__name__}")
-    extra = sorted(set(record) - set(RECORD_FIELDS))
-    if extra:
-        raise MatrixError(f"{where}: unknown field {extra[0]!r}")
-    if record["status"] not in STATUSES:
-        raise MatrixError(f"{where}: status {record['status']!r}; expected one of {', '.join(STATUSES)}")
-    return record
-
-
 def load_record(path: Path) -> dict[str, Any]:
+    """The record at *path* if it has the schema of :data:`RECORD_FIELDS`; else a :class:`MatrixError` naming it."""
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise MatrixError(f"{path}: {error}") from None
-    record = check_record(record, str(path))
+    if not isinstance(record, dict):
+        raise MatrixError(f"{path}: not a matrix record (a JSON object)")
+    if record.get("schema") != SCHEMA:
+        raise MatrixError(f"{path}: schema {record.get('schema')!r}; this checkout reads schema {SCHEMA}")
+    for field, types in RECORD_FIELDS.items():
+        if field not in record:
+            raise MatrixError(f"{path}: no field {field!r}")
+        if not isinstance(record[field], types) or isinstance(record[field], bool):
+            raise MatrixError(f"{path}: field {field!r} is {type(record[field]).__name__}")
+    extra = sorted(set(record) - set(RECORD_FIELDS))
+    if extra:
+        raise MatrixError(f"{path}: unknown field {extra[0]!r}")
+    if record["status"] not in STATUSES:
+        raise MatrixError(f"{path}: status {record['status']!r}; expected one of {', '.join(STATUSES)}")
     if record["combination"] != path.parent.name or record["recipe"] != path.stem:
         raise MatrixError(f"{path}: holds {record['combination']}/{record['recipe']}, not the file's own name")
     return record
@@ -177,12 +170,6 @@ def verdict(record: dict[str, Any] | None, source: Path) -> str:
     if record["source_sha256"] != source_digest(source):
         return "changed"
     return record["status"]
-
-
-def releases_of(record: dict[str, Any]) -> str:
-    """How a page names the releases a record ran with: ``executorch 1.5.0, torch 2.14.1``."""
-    versions = record["versions"]
-    return ", ".join(f"{name} {versions[name]}" for name in ("executorch", "torch") if name in versions)
 
 
 def combination_releases(top: Path, name: str) -> str:
@@ -213,7 +200,7 @@ def added_in(record: dict[str, Any], all_records: dict[str, dict[str, dict[str, 
                         seen[version] = bool(present)
     ordered = sorted(seen, key=version_key)
     first = next((index for index, version in enumerate(ordered) if seen[version]), None)
-    if first is None or first == 0 or any(seen[version] for version in ordered[:first]):
+    if not first:  # no release has it, or the oldest one probed already has it
         return None
     return f"{package} {ordered[first].split('+')[0]}"
 
@@ -228,10 +215,11 @@ def cause(record: dict[str, Any], every: dict[str, dict[str, dict[str, Any]]]) -
     command = _FAILED_COMMAND.search(message)
     if command:  # the whole command line says less than which program failed, and how
         message = f"{Path(command[1]).name} exited with status {command[2]}"
-    what = ": ".join(part for part in (record["exception"], _without_paths(message)) if part) or "no message recorded"
+    message = _MACHINE_PATH.sub("", message)
+    what = ": ".join(part for part in (record["exception"], message) if part) or "no message recorded"
     if len(what) > MESSAGE_CHARACTERS:
         what = what[:MESSAGE_CHARACTERS].rstrip() + "…"
-    frame = _without_paths(record["last_frame"] or "")
+    frame = _MACHINE_PATH.sub("", record["last_frame"] or "")
     if frame.startswith(_SITE_PACKAGE):  # the site's own checking code is not where a reader's run fails
         frame = ""
     in_recipe = re.match(r"snippets/\S+\.py:(\d+)", frame)
@@ -249,10 +237,6 @@ _MACHINE_PATH = re.compile(r"/\S*?/(?:lib/python3\.\d+/(?:site-packages/|dist-pa
 _SITE_PACKAGE = __name__.split(".")[0] + "/"
 
 
-def _without_paths(text: str) -> str:
-    return _MACHINE_PATH.sub("", text)
-
-
 def needs(recipe: str, every: dict[str, dict[str, dict[str, Any]]]) -> str | None:
     """``executorch 1.5.0`` when the recipe failed somewhere for want of an API that release added."""
     found = [added_in(records[recipe], every) for records in every.values()
@@ -261,62 +245,32 @@ def needs(recipe: str, every: dict[str, dict[str, dict[str, Any]]]) -> str | Non
     return max(found, key=lambda each: version_key(each.split()[-1])) if found else None
 
 
-def _outcomes(top: Path, recipe: str, every: dict[str, dict[str, dict[str, Any]]]
-              ) -> tuple[dict[str, list[str]], list[tuple[str, str]]] | None:
-    """The combinations' labels by verdict, and the failed ones with their causes; ``None`` for a build step."""
+def works_on(top: Path, recipe: str, every: dict[str, dict[str, dict[str, Any]]], brief: bool = False
+             ) -> str | None:
+    """The "works on" sentence of *recipe*, from the records *every* (:func:`records`); ``None`` for a build step,
+    which the matrix does not run. The *brief* form, for a page's later stamps, says how many releases passed and
+    which failed or were not re-run, without the causes (the recipe's own page, and a page's first stamp, give them)."""
     source = find_recipe(top / "snippets", recipe)
     if not source.is_file():
         return None
     groups: dict[str, list[str]] = {}
     failures = []
     for name, records in every.items():
-        record = records.get(recipe)
-        found = verdict(record, source)
-        label = combination_releases(top, name)
+        found, label = verdict(records.get(recipe), source), combination_releases(top, name)
         if found == "failed":
-            failures.append((label, cause(record, every)))
+            failures.append(label if brief else f"{label} ({cause(records[recipe], every)})")
         else:
             groups.setdefault(found, []).append(label)
-    return groups, failures
-
-
-def _sentence(parts: list[str], recipe: str, every: dict[str, dict[str, dict[str, Any]]]) -> str:
-    parts = [part[0].upper() + part[1:] for part in parts]
+    passed = groups.pop("passed", [])
+    total = len(passed) + sum(map(len, groups.values())) + len(failures)
+    counted = f"all {total}" if len(passed) == total else f"{len(passed)} of {total}"
+    parts = [f"passed on {counted} releases" if brief else "passed on " + "; ".join(passed)] if passed else []
+    if failures:
+        parts.append("failed on " + "; ".join(failures))
+    parts += [f"{VERDICTS[outcome]}: {'; '.join(labels)}" for outcome, labels in groups.items()]
     need = needs(recipe, every)
-    return ". ".join(parts) + "." + (f" Needs {need.replace(' ', ' ≥ ', 1)}." if need else "")
-
-
-def works_on(top: Path, recipe: str, every: dict[str, dict[str, dict[str, Any]]]) -> str | None:
-    """The "works on" sentence of *recipe*, from the records *every* (:func:`records`); ``None`` for a build step,
-    which the matrix does not run."""
-    found = _outcomes(top, recipe, every)
-    if found is None:
-        return None
-    groups, failures = found
-    parts = []
-    if groups.get("passed"):
-        parts.append("passed on " + "; ".join(groups.pop("passed")))
-    if failures:
-        parts.append("failed on " + "; ".join(f"{label} ({why})" for label, why in failures))
-    parts += [f"{VERDICTS[outcome]}: {'; '.join(labels)}" for outcome, labels in groups.items()]
-    return _sentence(parts, recipe, every)
-
-
-def works_on_brief(top: Path, recipe: str, every: dict[str, dict[str, dict[str, Any]]]) -> str | None:
-    """The short form of :func:`works_on` for a page's later stamps: how many releases passed, and which failed or
-    were not re-run, without the causes (the recipe's own page, and the first stamp of a page, give them)."""
-    found = _outcomes(top, recipe, every)
-    if found is None:
-        return None
-    groups, failures = found
-    total = sum(map(len, groups.values())) + len(failures)
-    passed = len(groups.pop("passed", []))
-    parts = ([f"passed on all {total} releases" if passed == total else f"passed on {passed} of {total} releases"]
-             if passed else [])
-    if failures:
-        parts.append("failed on " + "; ".join(label for label, _ in failures))
-    parts += [f"{VERDICTS[outcome]}: {'; '.join(labels)}" for outcome, labels in groups.items()]
-    return _sentence(parts, recipe, every)
+    sentence = ". ".join(part[0].upper() + part[1:] for part in parts) + "."
+    return sentence + (f" Needs {need.replace(' ', ' ≥ ', 1)}." if need else "")
 
 
 def matrix_tables(top: Path, every: dict[str, dict[str, dict[str, Any]]]

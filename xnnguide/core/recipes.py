@@ -13,7 +13,6 @@ import re
 import shutil
 import tomllib
 from pathlib import Path
-from typing import Iterator
 
 from xnnguide.core import environment
 
@@ -41,21 +40,16 @@ def source_digest(path: str | os.PathLike[str]) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def _absolute_imports(source: str | os.PathLike[str]) -> Iterator[tuple[str, list[str]]]:
-    """Each absolute import of a Python file: (``a.b``, []) for ``import a.b``, (``a``, [``b``]) for
-    ``from a import b``."""
-    for node in ast.walk(ast.parse(Path(source).read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            yield from ((alias.name, []) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            yield node.module, [alias.name for alias in node.names]
-
-
 def imported_names(source: str | os.PathLike[str]) -> set[str]:
     """The dotted names a Python file imports absolutely: ``a.b`` for ``import a.b``, and ``a`` and ``a.b`` for
     ``from a import b`` (*b* may be a module)."""
-    return {name for module, members in _absolute_imports(source)
-            for name in [module, *(f"{module}.{member}" for member in members)]}
+    names = set()
+    for node in ast.walk(ast.parse(Path(source).read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.update([node.module, *(f"{node.module}.{alias.name}" for alias in node.names)])
+    return names
 
 
 #: The packages a recipe imports torch through, itself included.
@@ -71,8 +65,8 @@ def imports_torch(source: str | os.PathLike[str]) -> bool:
 def helper_modules(source: str | os.PathLike[str]) -> list[Path]:
     """The files of this repository's ``xnnguide`` modules that a recipe imports."""
     package = Path(__file__).resolve().parents[1]
-    names = imported_names(source)
-    candidates = [package.joinpath(*name.split(".")[1:]) for name in names if name.split(".")[0] == package.name]
+    candidates = [package.joinpath(*name.split(".")[1:]) for name in imported_names(source)
+                  if name.split(".")[0] == package.name]
     return sorted({path for candidate in candidates for path in (candidate.with_suffix(".py"),
                    candidate / "__init__.py", package / "__init__.py") if path.is_file()})
 
@@ -159,14 +153,14 @@ def budget_table_problems(top: Path) -> list[str]:
     """What is wrong with the budget table of the checkout *top*, one line each: a recipe or build step without
     a ``[seconds]`` entry, an entry that names no recipe or build step, a recipe that still declares a budget in
     a comment line. A name given twice is a TOML error (:func:`budget_table` raises)."""
-    names = {path.stem for path in [*recipe_files(top / "snippets"), *build_step_files(top / "docs")]}
+    sources = [*recipe_files(top / "snippets"), *build_step_files(top / "docs")]
+    names = {path.stem for path in sources}
     table, where = budget_table(top), BUDGET_TABLE
     problems = [f"{where}: [seconds] has no entry for {name}" for name in sorted(names - set(table["seconds"]))]
     problems += [f"{where}: [{section}] {name}: no recipe or build step of that name"
                  for section, entries in table.items() for name in sorted(set(entries) - names)]
     problems += [f"{shown(path)}: declares xnnguide_{kind} in the recipe; its budget belongs in {where}"
-                 for path in [*recipe_files(top / "snippets"), *build_step_files(top / "docs")]
-                 for kind in ("budget_seconds", "budget_gb") if declarations(kind, path)]
+                 for path in sources for kind in ("budget_seconds", "budget_gb") if declarations(kind, path)]
     return problems
 
 
@@ -188,7 +182,6 @@ BUILD_STEPS = "build_steps"
 
 
 def is_build_step(source: Path) -> bool:
-    """Whether *source* is a build step (in ``docs/build_steps/``), not a recipe."""
     return source.parent.name == BUILD_STEPS
 
 

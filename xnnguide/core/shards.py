@@ -134,7 +134,6 @@ def merge(folders: list[Path], gallery: Path, snippets: Path, docs: Path) -> lis
         except (OSError, ValueError) as error:
             problems.append(f"{folder}: not a shard folder ({MANIFEST}: {error})")
             continue
-        where = str(folder)
         for name in manifest["recipes"]:
             source, record = find_source(snippets, docs, name), load_run_record(folder, name)
             if not source.is_file():
@@ -145,10 +144,10 @@ def merge(folders: list[Path], gallery: Path, snippets: Path, docs: Path) -> lis
                 why = "it has no run record"
             else:
                 why = _disagreement(dict(record), source)
-            taken.setdefault(name, where)
+            taken.setdefault(name, folder)
             copies.append((folder, source))
             if why:
-                problems.append(f"{where}: recipe {name}: {why}")
+                problems.append(f"{folder}: recipe {name}: {why}")
     if problems:
         return problems
     for folder, source in copies:

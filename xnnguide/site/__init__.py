@@ -18,11 +18,6 @@ from xnnguide.site import build, directives, gallery_pages, ledger, navigation, 
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    runs.register(app)
-    directives.register(app)
-    gallery_pages.register(app)
-    build.register(app)
-    ledger.register(app)
-    navigation.register(app)
-    summary.register(app)
+    for module in (runs, directives, gallery_pages, build, ledger, navigation, summary):
+        module.register(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

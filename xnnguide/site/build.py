@@ -72,7 +72,6 @@ def after_gallery(app: Sphinx) -> None:
 
 
 def register(app: Sphinx) -> None:
-    """Start and finish the build around sphinx-gallery's pass (called by :func:`xnnguide.site.setup`)."""
     app.add_config_value("xnnguide_recipe", "", "", str)
     # Before sphinx-gallery (priority 500) goes through the gallery.
     app.connect("builder-inited", before_gallery, priority=400)

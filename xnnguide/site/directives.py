@@ -88,8 +88,9 @@ class QuotedErrorRole(SphinxRole):
         return [nodes.literal(self.rawtext, self.text, classes=["xnnguide-quote"])], []
 
 
-def rst_table(header: list[str], rows: list[list[str]], caption: str | None, kind: str) -> nodes.table:
-    """A docutils table of text cells."""
+def rst_table(header: list[str], rows: list[list[str]], caption: str | None, kind: str, as_typed: bool = False
+              ) -> nodes.table:
+    """A docutils table of text cells; *as_typed*, with no smart quotes (a recorded ``--build`` stays ``--build``)."""
 
     def row(cells: list[str]) -> nodes.row:
         return nodes.row("", *(nodes.entry("", nodes.paragraph(text=cell)) for cell in cells))
@@ -97,6 +98,8 @@ def rst_table(header: list[str], rows: list[list[str]], caption: str | None, kin
     table = nodes.table("", *([nodes.title(text=caption)] if caption else []), classes=[kind])
     table += nodes.tgroup("", *(nodes.colspec(colwidth=1) for _ in header), nodes.thead("", row(header)),
                           nodes.tbody("", *map(row, rows)), cols=len(header))
+    if as_typed:
+        table["support_smartquotes"] = False
     return table
 
 
@@ -112,8 +115,7 @@ def fact_table(self: SphinxDirective) -> list[nodes.Node]:
     if not fact:
         return []
     rows, busy = timing_sources.one_busy_note(fact["rows"], fact.get("about", {}).get("load"))  # said once, not per cell
-    table = rst_table(fact["header"], rows, self.options.get("caption"), "xnnguide-fact-table")
-    table["support_smartquotes"] = False  # what the recipe recorded, as it recorded it: "--build" stays "--build"
+    table = rst_table(fact["header"], rows, self.options.get("caption"), "xnnguide-fact-table", as_typed=True)
     return [table] + ([nodes.paragraph(text=busy, classes=["xnnguide-table-note"])] if busy else [])
 
 
@@ -128,9 +130,7 @@ def generated_table(self: SphinxDirective) -> list[nodes.Node]:
         return []
     for source in sources:  # the page is read again when one of them changes
         self.env.note_dependency(os.path.abspath(source))
-    table = rst_table(header, rows, self.options.get("caption"), "xnnguide-fact-table")
-    table["support_smartquotes"] = False  # command-line flags keep their "--"
-    return [table]
+    return [rst_table(header, rows, self.options.get("caption"), "xnnguide-fact-table", as_typed=True)]
 
 
 def fact_block(self: SphinxDirective) -> list[nodes.Node]:
@@ -141,7 +141,6 @@ def fact_block(self: SphinxDirective) -> list[nodes.Node]:
 
 
 def _run_record(directive: SphinxDirective, recipe: str) -> dict[str, Any] | None:
-    """The last run record of *recipe*; the page is read again when it changes."""
     directive.env.note_dependency(str(records_dir(gallery_dir(directive.env)) / "runs" / f"{recipe}.json"))
     return load_run_record(gallery_dir(directive.env), recipe)  # type: ignore[return-value]
 
@@ -261,10 +260,7 @@ def _works_on(self: SphinxDirective, recipe: str, brief: bool = False) -> list[n
 def release_matrix(self: SphinxDirective) -> list[nodes.Node]:
     """``release-matrix``: every recipe on every release combination, each failure's cause in one line, and the
     recorded figures that differ between releases (:func:`.works_on.matrix_tables`)."""
-    tables = [rst_table(*table) for table in works_on.matrix_tables(self.env)]
-    for table in tables:
-        table["support_smartquotes"] = False
-    return tables
+    return [rst_table(*table, as_typed=True) for table in works_on.matrix_tables(self.env)]
 
 
 #: A command-line option as typed: two hyphens and a letter (``--build``, ``--config``). Sphinx's smart quotes
@@ -316,7 +312,6 @@ def _warn_doubled_stops(app: Sphinx, doctree: nodes.document) -> None:
 
 
 def register(app: Sphinx) -> None:
-    """Add the roles and directives (called by :func:`xnnguide.site.setup`)."""
     app.add_role("fact", FactRole())
     app.add_role("quoted-error", QuotedErrorRole())
     app.add_directive("fact-table", _directive(fact_table, caption=unchanged))

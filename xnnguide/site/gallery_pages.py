@@ -81,21 +81,17 @@ def finish_gallery_page(app: Sphinx, docname: str, source: list[str]) -> None:
 DOWNLOAD_MARKER = re.compile(r"^\s*(?:#|//)\s*\[(?:(?:start|end) [A-Za-z0-9_-]+|gallery-only(?: [A-Za-z0-9_-]+)+)\]\s*$")
 
 
-def without_markers(text: str) -> str:
-    """*text* less its region-marker lines; every other line, and the line ends, as they were."""
-    return "".join(line for line in text.splitlines(keepends=True) if not DOWNLOAD_MARKER.match(line))
-
-
 def strip_download_markers(downloads: Path) -> list[Path]:
     """Rewrite every text file under *downloads* (Sphinx's ``_downloads/``) without region markers; the files
     rewritten."""
     changed = []
     for path in sorted(downloads.rglob("*")) if downloads.is_dir() else []:
         try:
-            text = path.read_text(encoding="utf-8") if path.is_file() else None
+            text = path.read_text(encoding="utf-8") if path.is_file() else ""
         except UnicodeDecodeError:
             continue
-        if text is not None and (cleaned := without_markers(text)) != text:
+        cleaned = "".join(line for line in text.splitlines(keepends=True) if not DOWNLOAD_MARKER.match(line))
+        if cleaned != text:
             path.write_text(cleaned, encoding="utf-8")
             changed.append(path)
     return changed
@@ -109,7 +105,5 @@ def _finish_downloads(app: Sphinx, exception: Exception | None) -> None:
 
 
 def register(app: Sphinx) -> None:
-    """Finish every gallery page as it is read, and every download once it is written (called by
-    :func:`xnnguide.site.setup`)."""
     app.connect("source-read", finish_gallery_page)
     app.connect("build-finished", _finish_downloads)

@@ -12,20 +12,15 @@ from sphinx import addnodes
 from sphinx.application import Sphinx
 
 
-def _ancestors(app: Sphinx, docname: str) -> set[str]:
-    """*docname* and every document whose toctree leads to it."""
-    lineage = {docname}
-    while parents := {parent for parent, children in app.env.toctree_includes.items()
-                      if lineage.intersection(children)} - lineage:
-        lineage |= parents
-    return lineage
-
-
 def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
     """Hand the template each captioned toctree of the root document and its pages, marking the current ones."""
     if "pathto" not in context:
         return
-    root, lineage, sections = app.env.tocs.get(app.config.root_doc), _ancestors(app, pagename), []
+    lineage = {pagename}  # the page and every page whose toctree leads to it
+    while parents := {parent for parent, children in app.env.toctree_includes.items()
+                      if lineage.intersection(children)} - lineage:
+        lineage |= parents
+    root, sections = app.env.tocs.get(app.config.root_doc), []
     for toctree in root.findall(addnodes.toctree) if root is not None else ():
         pages = [{"title": app.env.titles[name].astext() if name in app.env.titles else name,
                   "href": context["pathto"](name), "current": name in lineage}

@@ -26,7 +26,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 from sphinx.cmd.build import build_main
@@ -58,7 +57,7 @@ def _claim(claims: Path | None, number: int) -> bool:
     if claims is None:
         return True
     try:
-        os.close(os.open(claims / str(number), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        (claims / str(number)).touch(exist_ok=False)
     except FileExistsError:
         return False
     return True
@@ -140,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.plan:
         units = [[Path(path) for path in unit] for unit in json.loads(args.plan.read_text(encoding="utf-8"))]
         return min(1, run_shard(units, args.plan.parent / "claims", args.folder, docs, conf, args.threads))
-    os.environ.setdefault(runs.BUILD_ID, uuid.uuid4().hex)
+    runs.use_build_id()
     # One hold folder per build, for the recipes that hold the machine while they time (xnnguide.core.machine_hold).
     os.environ.setdefault(machine_hold.ENV, tempfile.mkdtemp(prefix="xnnguide-hold-"))
     started = time.perf_counter()

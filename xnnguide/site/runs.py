@@ -96,7 +96,6 @@ def recipe_hook(gallery_conf: dict[str, Any], fname: str | None, when: str) -> N
 
 
 def add_to_record(gallery: Path, name: str, **fields: Any) -> None:
-    """Add *fields* to the run record of the recipe *name*, if it has one."""
     record = load_run_record(gallery, name)
     if record is not None:
         write_run_record(records_dir(gallery), {**record, **fields})  # type: ignore[typeddict-item]
@@ -120,8 +119,6 @@ def write_record(gallery: Path, source: Path, seconds: float, pid: int, **fields
 
 
 def register(app: Sphinx) -> None:
-    """Add the gallery's folder and the default budgets to the configuration (called by
-    :func:`xnnguide.site.setup`)."""
     app.add_config_value("xnnguide_gallery_dir", "gallery", "env")
     app.add_config_value("xnnguide_default_budget_seconds", DEFAULT_BUDGET_SECONDS, "")
     app.add_config_value("xnnguide_default_budget_gb", DEFAULT_BUDGET_GB, "")

@@ -22,8 +22,26 @@ from xnnguide.core.results import check_build_steps, check_recipes
 _KEY = "xnnguide_lost_includes"
 
 
-def _lost(env: Any) -> dict[str, list[tuple[str, int, str]]]:
-    return env.__dict__.setdefault(_KEY, {})
+def kept_by_page(env: Any, key: str) -> dict[str, list[Any]]:
+    """What the build environment keeps under *key*, page by page (:func:`keep_by_page`)."""
+    return env.__dict__.setdefault(key, {})
+
+
+def keep_by_page(app: Sphinx, *keys: str) -> None:
+    """Keep what pages add under *keys* across builds: a page's entries go when it is read again, and those of
+    parallel readers are merged."""
+
+    def purge(app: Sphinx, env: Any, docname: str) -> None:
+        for key in keys:
+            kept_by_page(env, key).pop(docname, None)
+
+    def merge(app: Sphinx, env: Any, docnames: set[str], other: Any) -> None:
+        for key in keys:
+            kept_by_page(env, key).update({name: found for name, found in kept_by_page(other, key).items()
+                                           if name in docnames})
+
+    app.connect("env-purge-doc", purge)
+    app.connect("env-merge-info", merge)
 
 
 class TrackedLiteralInclude(LiteralInclude):
@@ -35,16 +53,8 @@ class TrackedLiteralInclude(LiteralInclude):
         if problems:
             source, line = self.get_source_info()
             message = problems[0][0].astext() if len(problems[0]) else problems[0].astext()
-            _lost(self.env).setdefault(self.env.docname, []).append((source, line or self.lineno, message))
+            kept_by_page(self.env, _KEY).setdefault(self.env.docname, []).append((source, line or self.lineno, message))
         return result
-
-
-def _purge(app: Sphinx, env: Any, docname: str) -> None:
-    _lost(env).pop(docname, None)
-
-
-def _merge(app: Sphinx, env: Any, docnames: set[str], other: Any) -> None:
-    _lost(env).update({name: found for name, found in _lost(other).items() if name in docnames})
 
 
 def problems(app: Sphinx) -> list[str]:
@@ -56,19 +66,16 @@ def problems(app: Sphinx) -> list[str]:
         # A one-recipe build (xnnguide.site.build) answers for its recipe; the pages' build for every failed run.
         only = getattr(app.config, "xnnguide_recipe", "")
         lines += [str(problem) for problem in check_recipes(snippets, gallery, Path.cwd())
-                  if (problem.path.stem == only if only else _status(gallery, problem.path.stem) == "failed")]
+                  if (problem.path.stem == only if only
+                      else (load_run_record(gallery, problem.path.stem) or {}).get("status") == "failed")]
         if not only:
             lines += [str(problem) for problem in check_build_steps(Path(app.srcdir), gallery, Path.cwd())]
-    for docname in sorted(_lost(app.env)):
-        for source, line, message in _lost(app.env)[docname]:
+    for _docname, lost in sorted(kept_by_page(app.env, _KEY).items()):
+        for source, line, message in lost:
             lines.append(f"{display(source)}:{line}: include: the page lost an included block: {message} — "
                          "fix the path or the ':start-after:'/':end-before:' marker (the whole line, e.g. "
                          "\"# [start lower]\")")
     return lines
-
-
-def _status(gallery: Path, name: str) -> str | None:
-    return (load_run_record(gallery, name) or {}).get("status")
 
 
 def _summarise(app: Sphinx, exception: Exception | None) -> None:
@@ -79,10 +86,8 @@ def _summarise(app: Sphinx, exception: Exception | None) -> None:
 
 
 def register(app: Sphinx) -> None:
-    """Track lost includes and print the summary (called by :func:`xnnguide.site.setup`)."""
     app.add_directive("literalinclude", TrackedLiteralInclude, override=True)
-    app.connect("env-purge-doc", _purge)
-    app.connect("env-merge-info", _merge)
+    keep_by_page(app, _KEY)
     # After sphinx-gallery's own summary of failing examples (priority 500).
     app.connect("build-finished", _summarise, priority=900)
 

@@ -20,16 +20,11 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
 from xnnguide.core import facts, timings
+from xnnguide.site.summary import keep_by_page, kept_by_page
 
 logger = logging.getLogger(__name__)
-
-
-def _quotes(env: Any) -> dict[str, list[dict[str, Any]]]:
-    return env.__dict__.setdefault("xnnguide_timing_quotes", {})
-
-
-def _quantities(env: Any) -> dict[str, list[dict[str, Any]]]:
-    return env.__dict__.setdefault("xnnguide_quantity_quotes", {})
+#: Where the build environment keeps the timings and the named quantities the pages quote, page by page.
+TIMINGS, QUANTITIES = "xnnguide_timing_quotes", "xnnguide_quantity_quotes"
 
 
 def bare_timing(recipe: str, key: str, fact: dict[str, Any]) -> str | None:
@@ -89,22 +84,12 @@ def note(element: SphinxRole | SphinxDirective, recipe: str, key: str, fact: dic
     location = element.get_location()
     if problem := bare_timing(recipe, key, fact):
         logger.warning("%s: %s", element.name, problem, location=location, type="xnnguide", subtype="timing")
-    _quotes(element.env).setdefault(element.env.docname, []).extend(
+    kept_by_page(element.env, TIMINGS).setdefault(element.env.docname, []).extend(
         {"recipe": recipe, "key": key, "location": location, "kind": each["kind"], "subject": each["subject"],
          "threads": each["threads"], "batch": each["batch"]} for each in timings.timed_in(fact))
-    _quantities(element.env).setdefault(element.env.docname, []).extend(
+    kept_by_page(element.env, QUANTITIES).setdefault(element.env.docname, []).extend(
         {"recipe": recipe, "key": key, "location": location, "quantity": quantity, "display": display}
         for quantity, display in facts.named_quantities(fact))
-
-
-def _purge(app: Sphinx, env: Any, docname: str) -> None:
-    for kept in (_quotes(env), _quantities(env)):
-        kept.pop(docname, None)
-
-
-def _merge(app: Sphinx, env: Any, docnames: set[str], other: Any) -> None:
-    for kept, theirs in ((_quotes(env), _quotes(other)), (_quantities(env), _quantities(other))):
-        kept.update({name: found for name, found in theirs.items() if name in docnames})
 
 
 def _pairs(quotes: dict[str, list[dict[str, Any]]], same: Any, differ: Any) -> list[tuple[dict, dict]]:
@@ -134,12 +119,12 @@ def disagreements(quantities: dict[str, list[dict[str, Any]]]) -> list[tuple[dic
 
 
 def _check_one_source(app: Sphinx, env: Any) -> None:
-    for seen, later in disagreements(_quantities(env)):
+    for seen, later in disagreements(kept_by_page(env, QUANTITIES)):
         logger.warning("%s is %s here (%s/%s) but %s at %s (%s/%s); measure it once and quote that, or name the "
                        "difference in what was measured", later["quantity"], later["display"], later["recipe"],
                        later["key"], seen["display"], seen["location"], seen["recipe"], seen["key"],
                        location=later["location"], type="xnnguide", subtype="quantity")
-    for seen, later in conflicts(_quotes(env)):
+    for seen, later in conflicts(kept_by_page(env, TIMINGS)):
         logger.warning("%s of %s (%s) is quoted from two recipes: %s/%s here and %s/%s at %s; measure it in one "
                        "recipe and quote that, or time something that differs and say what", later["kind"],
                        later["subject"], timings.conditions(later["threads"], later["batch"]) or "no conditions",
@@ -150,7 +135,6 @@ def _check_one_source(app: Sphinx, env: Any) -> None:
 def register(app: Sphinx) -> None:
     """Keep the quotes across builds and check them once every page is read (called by
     :func:`xnnguide.site.directives.register`)."""
-    app.connect("env-purge-doc", _purge)
-    app.connect("env-merge-info", _merge)
+    keep_by_page(app, TIMINGS, QUANTITIES)
     app.connect("env-check-consistency", _check_one_source)
     app.connect("doctree-read", lambda app, doctree: conditions_once(doctree))

@@ -33,18 +33,15 @@ def _note(env: Any, recipe: str) -> None:
 
 
 def works_on(env: Any, recipe: str, brief: bool = False) -> str | None:
-    """The "works on" sentence of *recipe* (:func:`xnnguide.core.matrix.works_on`, or with *brief* its short form
-    :func:`~xnnguide.core.matrix.works_on_brief`); ``None`` for a build step, and in a checkout that declares no
-    release combinations (a small site of the tests), which has no matrix."""
+    """The "works on" sentence of *recipe* (:func:`xnnguide.core.matrix.works_on`); ``None`` for a build step, and
+    in a checkout that declares no release combinations (a small site of the tests), which has no matrix."""
     if not matrix.combinations_file(_top(env)).is_file():
         return None
     _note(env, recipe)
-    sentence = matrix.works_on_brief if brief else matrix.works_on
-    return sentence(_top(env), recipe, _all_records(env))
+    return matrix.works_on(_top(env), recipe, _all_records(env), brief)
 
 
 def matrix_tables(env: Any) -> list[tuple[list[str], list[list[str]], str, str]]:
-    """The Releases page's tables (:func:`xnnguide.core.matrix.matrix_tables`)."""
     for source in recipe_files(_top(env) / "snippets"):
         _note(env, source.stem)
     return matrix.matrix_tables(_top(env), _all_records(env))
