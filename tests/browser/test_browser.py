@@ -108,17 +108,22 @@ COLOUR_RULES = {"runOnly": {"type": "rule", "values": ["color-contrast", "link-i
                 "resultTypes": ["violations"]}
 
 # axe-core's colour-contrast rule takes most of its time on the thousands of highlighted tokens of a code
-# page, though the tokens of a page share a few dozen looks. A token's contrast depends only on its colour,
+# page, and on the words of inline code (Sphinx puts each in a span.pre: over a thousand on the API pages),
+# though the tokens of a page share a few dozen looks. A token's contrast depends only on its colour,
 # the background behind it (the first ancestor that paints one), its font size and weight, so while axe
 # runs, a token whose look an earlier token of the page has is hidden (visibility: hidden keeps the layout,
 # and axe passes over hidden text quickly; leaving it out of axe's context costs nearly as much as checking
-# it): each look is still checked once, on its first rendered token.
+# it): each look is still checked once, on its first rendered token. Inline code that names an element (a
+# link, a heading, a table header, a button) stays: hidden, it would leave the element without a name for
+# axe's structure rules, and a link's colour against its paragraph is what link-in-text-block reads.
 HIDE_REPEATED_LOOKS = """() => {
     const seen = new Set();
     let repeated = 0;
-    for (const token of document.querySelectorAll('div.highlight pre span')) {
+    for (const token of document.querySelectorAll('div.highlight pre span, span.pre')) {
         // Not rendered (in a closed dropdown): axe skips it, so it cannot stand for its look.
         if (!token.checkVisibility()) continue;
+        const names = 'a, h1, h2, h3, h4, h5, h6, th, caption, button, summary, label';
+        if (token.matches('span.pre') && token.closest(names)) continue;  // inline code naming an element
         let behind = token.parentElement;
         while (behind && getComputedStyle(behind).backgroundColor === 'rgba(0, 0, 0, 0)') behind = behind.parentElement;
         const style = getComputedStyle(token);
