@@ -170,12 +170,12 @@ def test_the_split_puts_the_longest_first_onto_the_least_loaded_shard(tmp_path):
         write_run_record(gallery / "_records", {"recipe": name, "seconds": time})
     sources = [tmp_path / "snippets" / f"{name}.py" for name in [*seconds, "new1", "new2", "new3"]]
     split = shards.assign(sources[::-1], gallery, 2)
-    # 10 -> 1; 7 -> 2; 6 -> 2 (13); 4 -> 1 (14); 3 -> 2 (16); then unrecorded ones round-robin.
-    assert [[path.stem for path in shard] for shard in split] == [["a", "d", "new1", "new3"], ["b", "c", "e", "new2"]]
+    # Unrecorded ones first, round-robin; then 10 -> 1; 7 -> 2; 6 -> 2 (13); 4 -> 1 (14); 3 -> 2 (16).
+    assert [[path.stem for path in shard] for shard in split] == [["new1", "new3", "a", "d"], ["new2", "b", "c", "e"]]
     assert shards.assign(sources, gallery, 2) == split, "the split depends on the order recipes are found in"
-    # 10 -> 1, 7 -> 2, 6 -> 3, 4 -> 3 (10), 3 -> 2 (10); new1, new2, new3 -> 1, 2, 3.
+    # new1, new2, new3 -> 1, 2, 3; 10 -> 1, 7 -> 2, 6 -> 3, 4 -> 3 (10), 3 -> 2 (10).
     assert [[path.stem for path in shard] for shard in shards.assign(sources, gallery, 3)] == [
-        ["a", "new1"], ["b", "e", "new2"], ["c", "d", "new3"]]
+        ["new1", "a"], ["new2", "b", "e"], ["new3", "c", "d"]]
 
 
 @pytest.mark.parametrize("bad", ["0/2", "3/2", "1", "a/b", "1/0"])
@@ -267,3 +267,29 @@ def test_never_timed_recipes_start_with_the_largest_budget_in_the_table(tmp_path
     top = small_checkout(tmp_path, "[seconds]\na = 20\nb = 600\nc = 300\n")
     sources = [top / "snippets" / "lowering" / "a.py", top / "snippets" / "b.py", top / "docs" / "build_steps" / "c.py"]
     assert [unit[0].stem for _, unit in shards.units(sources, tmp_path / "gallery")] == ["b", "c", "a"]
+
+
+def test_a_fresh_clone_takes_past_times_from_its_own_releases_matrix_records_and_starts_the_untimed(tmp_path):
+    # A fresh clone (CI) has no run records; a build of the site's release left each recipe's time in its
+    # release-matrix record. Ordered by budget alone, CI's shards ended up to 30 s apart.
+    from conftest import ROOT
+
+    top = small_checkout(tmp_path, "[seconds]\nc = 300\n")
+    (top / "releases" / "records" / "pinned").mkdir(parents=True)
+    (top / "releases" / "combinations.toml").write_text(
+        '[pinned]\nabout = "the site\'s"\nrequirements = "requirements.txt"\nvenv = ".venv"\n\n'
+        '[older]\nabout = "another"\npins = { executorch = "1.0.0" }\n')
+    (top / "releases" / "records" / "older").mkdir()
+    template = json.loads(next((ROOT / "releases" / "records" / "pinned").glob("*.json")).read_text())
+    for combination, name, seconds in (("pinned", "a", 5.0), ("pinned", "b", 50.0), ("older", "c", 999.0)):
+        record = {**template, "combination": combination, "recipe": name, "seconds": seconds}
+        (top / "releases" / "records" / combination / f"{name}.json").write_text(json.dumps(record))
+    sources = [top / "snippets" / "lowering" / "a.py", top / "snippets" / "b.py", top / "docs" / "build_steps" / "c.py"]
+    gallery = tmp_path / "gallery"
+    # c has no time in the site's own release: it goes first, as its length is not known; then b before a.
+    assert [(seconds, unit[0].stem) for seconds, unit in shards.units(sources, gallery)] == [
+        (0.0, "c"), (50.0, "b"), (5.0, "a")]
+    # This checkout's own run record wins over the matrix's.
+    write_run_record(gallery / "_records", {"recipe": "a", "seconds": 90.0})
+    assert [(seconds, unit[0].stem) for seconds, unit in shards.units(sources, gallery)] == [
+        (0.0, "c"), (90.0, "a"), (50.0, "b")]

@@ -15,7 +15,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from xnnguide.core import environment
+from xnnguide.core import environment, matrix
 from xnnguide.core.records import load_run_record, records_dir
 from xnnguide.core.recipes import (budget_seconds, declared_files, dependency_key, find_source, is_build_step, shown,
                                    source_digest)
@@ -32,13 +32,14 @@ def parse(shard: str) -> tuple[int, int]:
 
 
 def units(sources: list[Path], gallery: Path) -> list[tuple[float, list[Path]]]:
-    """The units of work in *sources*, each with the seconds its run records hold (0: never timed), in the order
-    the shards take them.
+    """The units of work in *sources*, each with the seconds its last runs took (0: never timed,
+    :func:`past_seconds`), in the order the shards take them.
 
     A recipe that declares another recipe with ``# xnnguide_depends_on`` (it reads that recipe's files) is one
-    unit with that recipe, after it (:func:`in_order`). Units go longest first by their recorded durations; the
-    never-timed ones after them, the largest time budget in the budget table first (a recipe given more than
-    the default runs long), then by name.
+    unit with that recipe, after it (:func:`in_order`). The never-timed units go first, the largest time budget
+    in the budget table first (a recipe given more than the default runs long), then by name: how long they take
+    is not known, so they must not be what the shards end on. The timed ones follow, longest first, so that the
+    shards, each taking the next unit, end within about the shortest ones' time.
     """
     group = {source.resolve(): [source] for source in sources}
     for source in sorted((source for source in sources if source.is_file()), key=lambda path: path.stem):
@@ -50,12 +51,26 @@ def units(sources: list[Path], gallery: Path) -> list[tuple[float, list[Path]]]:
     found = {id(members): in_order(sorted(members, key=lambda path: path.stem)) for members in group.values()}
     timed, untimed = [], []
     for members in sorted(found.values(), key=lambda members: members[0].stem):
-        seconds = sum(float((load_run_record(gallery, path.stem) or {}).get("seconds") or 0.0) for path in members)
+        seconds = sum(past_seconds(gallery, path) for path in members)
         (timed if seconds > 0 else untimed).append((seconds, members))
     budget = {id(members): max(budget_seconds(path) if path.is_file() else 0.0 for path in members)
               for _, members in untimed}
-    return (sorted(timed, key=lambda item: (-item[0], item[1][0].stem))
-            + sorted(untimed, key=lambda item: (-budget[id(item[1])], item[1][0].stem)))
+    return (sorted(untimed, key=lambda item: (-budget[id(item[1])], item[1][0].stem))
+            + sorted(timed, key=lambda item: (-item[0], item[1][0].stem)))
+
+
+def past_seconds(gallery: Path, source: Path) -> float:
+    """How long *source* ran last (0: never timed): its run record in *gallery*; else, in a checkout that has
+    none (a fresh clone), the record a build of the site's own release left in the release matrix
+    (:func:`xnnguide.core.matrix.records_folder`)."""
+    record = load_run_record(gallery, source.stem)
+    if record is None:
+        top = next((parent for parent in source.parents if matrix.combinations_file(parent).is_file()), None)
+        own = None if top is None else next(name for name, combo in matrix.combinations(top).items()
+                                            if not combo.derived)
+        path = None if own is None else matrix.records_folder(top, own) / f"{source.stem}.json"
+        record = matrix.load_record(path) if path is not None and path.is_file() else {}
+    return float(record.get("seconds") or 0.0)
 
 
 def in_order(sources: list[Path]) -> list[Path]:

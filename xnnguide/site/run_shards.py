@@ -2,8 +2,8 @@
 
 ``python -m xnnguide.site.run_shards [--jobs N | --shard k/N --folder DIR] [-- SPHINX-BUILD ARGUMENTS]``
 
-1. :func:`plan`: the recipes and build steps whose last run does not hold, as units of work, longest first by
-   past run times (:func:`xnnguide.core.shards.units`); a no-op rebuild has none.
+1. :func:`plan`: the recipes and build steps whose last run does not hold, as units of work, the never-timed first,
+   then longest first by past run times (:func:`xnnguide.core.shards.units`); a no-op rebuild has none.
 2. :func:`run_shard`, one process per core: each claims the next unit no other shard took and runs its recipes
    one at a time, each in a child the watchdog watches (:mod:`.watchdog`), started from a forkserver that
    imported torch and Sphinx once. A recipe's child is a one-recipe Sphinx build into the shard's folder
