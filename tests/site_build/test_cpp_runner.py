@@ -79,7 +79,7 @@ def test_the_page_shows_this_builds_runner_output(built_site):
     for recipe, keys in quoted.items():
         for key in keys:
             display = recorded(recipe)[key]["display"]
-            # A timing whose paragraph names the same conditions after a later one shows its value alone
+            # A timing whose sentence names the same conditions after a later one shows its value alone
             # (timing_sources.conditions_once).
             assert display in shown or (display.endswith(")") and shown_value(display) in shown), \
                 f"the page does not show {recipe}/{key}"

@@ -220,7 +220,7 @@ def test_a_busy_table_says_its_note_once_and_marks_each_timing():
     assert one_busy_note(rows, None) == (rows, "")
 
 
-def test_a_paragraph_says_the_conditions_of_its_timings_once_after_the_last():
+def test_a_sentence_says_the_conditions_of_its_timings_once_after_the_last():
     # Issue 49's judge read "18.27 ms (batch 1, 1 thread) per image; the .pte: 7.17 ms (batch 1, 1 thread)".
     def quoted(text: str) -> nodes.literal:
         return nodes.literal(text, text, classes=["xnnguide-fact"])
@@ -232,8 +232,15 @@ def test_a_paragraph_says_the_conditions_of_its_timings_once_after_the_last():
                                 nodes.Text(", at "), quoted("4 ms (batch 8, 1 thread)"), nodes.Text("; "),
                                 quoted("3 of 4 (2 passed)"), nodes.Text(", "), quoted("1 of 4 (2 passed)"))
     alone = nodes.paragraph("", "", quoted("2.55× (batch 1, 1 thread)"))
-    conditions_once(nodes.section("", paragraph, alone))
+    sentences = nodes.paragraph("", "", nodes.Text("It ran "), quoted("1.05× (batch 1, 1 thread)"),
+                                nodes.Text(" as fast as the "), nodes.literal(".pte", ".pte"),
+                                nodes.Text(" in Python. Eager: "), quoted("16.44 ms (batch 1, 1 thread)"),
+                                nodes.Text("."))
+    conditions_once(nodes.section("", paragraph, alone, sentences))
     assert paragraph.astext() == ("Eager: 18.27 ms; the .pte: 7.17 ms (batch 1, 1 thread). "
                                   f"0.81 ms and 0.52 ms ({busy}), at 4 ms (batch 8, 1 thread); "
                                   "3 of 4 (2 passed), 1 of 4 (2 passed)")
     assert alone.astext() == "2.55× (batch 1, 1 thread)"  # another paragraph says them again
+    # and so does another sentence.
+    assert sentences.astext() == ("It ran 1.05× (batch 1, 1 thread) as fast as the .pte in Python. "
+                                  "Eager: 16.44 ms (batch 1, 1 thread).")
