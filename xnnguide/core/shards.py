@@ -8,6 +8,7 @@ checkout and copies them into the gallery, so that the next build finds every re
 from __future__ import annotations
 
 import argparse
+import functools
 import glob
 import json
 import re
@@ -62,15 +63,20 @@ def units(sources: list[Path], gallery: Path) -> list[tuple[float, list[Path]]]:
 def past_seconds(gallery: Path, source: Path) -> float:
     """How long *source* ran last (0: never timed): its run record in *gallery*; else, in a checkout that has
     none (a fresh clone), the record a build of the site's own release left in the release matrix
-    (:func:`xnnguide.core.matrix.records_folder`)."""
+    (:func:`own_release_records`)."""
     record = load_run_record(gallery, source.stem)
     if record is None:
         top = next((parent for parent in source.parents if matrix.combinations_file(parent).is_file()), None)
-        own = None if top is None else next(name for name, combo in matrix.combinations(top).items()
-                                            if not combo.derived)
-        path = None if own is None else matrix.records_folder(top, own) / f"{source.stem}.json"
+        path = None if top is None else own_release_records(top) / f"{source.stem}.json"
         record = matrix.load_record(path) if path is not None and path.is_file() else {}
     return float(record.get("seconds") or 0.0)
+
+
+@functools.cache
+def own_release_records(top: Path) -> Path:
+    """The release-matrix records of the combination the site itself is built with (read once per checkout)."""
+    return matrix.records_folder(top, next(name for name, combo in matrix.combinations(top).items()
+                                           if not combo.derived))
 
 
 def in_order(sources: list[Path]) -> list[Path]:
